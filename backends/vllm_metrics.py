@@ -1,0 +1,69 @@
+"""Parse a vLLM server's Prometheus text (GET /metrics) into the numbers specgate uses.
+
+Counters are summed over their labels (`model_name`, `engine`); speculation counters exist only when
+the engine was started with speculation, so their presence tells whether it is configured and the
+highest `position` label tells its max k.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+__all__ = ["EngineSnapshot", "parse_vllm_metrics"]
+
+_GAUGES = {
+    "vllm:num_requests_running": "running",
+    "vllm:num_requests_waiting": "waiting",
+    "vllm:kv_cache_usage_perc": "kv_usage",
+}
+_SPEC_COUNTERS = {
+    "vllm:spec_decode_num_drafts_total": "drafts",
+    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens_total": "accepted_tokens",
+}
+_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+
+
+@dataclass(slots=True)
+class EngineSnapshot:
+    running: float = 0.0
+    waiting: float = 0.0
+    kv_usage: float = 0.0
+    # Speculation counters; all None when the engine runs without speculation.
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    accepted_per_pos: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def speculation_configured(self) -> bool:
+        return self.drafts is not None
+
+    @property
+    def max_k(self) -> int:
+        return max(self.accepted_per_pos) + 1 if self.accepted_per_pos else 0
+
+
+def parse_vllm_metrics(text: str) -> EngineSnapshot:
+    """Raises ValueError on text that is not Prometheus exposition format."""
+    snap = EngineSnapshot()
+    for family in text_string_to_metric_families(text):
+        if not family.name.startswith("vllm:"):
+            continue
+        for sample in family.samples:
+            name = sample.name
+            if name in _GAUGES:
+                attr = _GAUGES[name]
+                setattr(snap, attr, getattr(snap, attr) + sample.value)
+            elif name in _SPEC_COUNTERS:
+                attr = _SPEC_COUNTERS[name]
+                setattr(snap, attr, (getattr(snap, attr) or 0.0) + sample.value)
+            elif name == _PER_POS:
+                try:
+                    pos = int(sample.labels.get("position", ""))
+                except ValueError:
+                    continue
+                snap.accepted_per_pos[pos] = snap.accepted_per_pos.get(pos, 0.0) + sample.value
+    return snap

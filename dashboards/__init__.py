@@ -1,0 +1,1 @@
+"""Grafana dashboards and alert rules, generated from code."""

@@ -1,0 +1,271 @@
+"""The ASGI application: routes of the OpenAI-compatible surface plus health, readiness and metrics.
+
+`create_app(config)` builds everything from one validated config; nothing is global, so tests can run
+several gateways in one process.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from backends.monitor import EndpointMonitor
+from backends.pool import Endpoint, PoolSet
+from gateway.config import GatewayConfig
+from gateway.errors import GatewayError, InvalidRequest, error_body
+from gateway.metrics import GatewayMetrics
+from gateway.relay import ClientGone, Relay, RelayResult, StreamRelay
+from gateway.requests import Api, parse_body, read_body
+from gateway.streaming import SSEResponse
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("specgate.access")
+_JSON = "application/json"
+_PASS_UPSTREAM = ("traceparent", "tracestate")
+
+
+class RequestIdMiddleware:
+    """Echo the client's `x-request-id` (or make one) on every response, errors included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = ""
+        for key, value in scope["headers"]:
+            if key == b"x-request-id":
+                rid = value.decode("latin-1")[:128]
+                break
+        if not rid or not rid.isprintable():
+            rid = uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = rid
+        encoded = rid.encode("latin-1")
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", encoded)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+def _error_response(exc: GatewayError) -> Response:
+    return Response(exc.body(), status_code=exc.status, media_type=_JSON, headers=exc.headers())
+
+
+def _upstream_headers(request: Request, rid: str, stream: bool) -> dict[str, str]:
+    headers = {"content-type": _JSON, "x-request-id": rid}
+    if stream:
+        headers["accept"] = "text/event-stream"
+    for name in _PASS_UPSTREAM:
+        value = request.headers.get(name)
+        if value:
+            headers[name] = value
+    return headers
+
+
+class Gateway:
+    """Per-app state and the request handlers that use it."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self.metrics = GatewayMetrics()
+        self.pools = PoolSet(config)
+        self.relay = Relay(config, self.pools, self.metrics)
+        self.monitor = EndpointMonitor(
+            self.pools, config.health, config.scrape, on_health=self._export_health
+        )
+        self.ready = False
+
+    def _export_health(self, ep: Endpoint) -> None:
+        self.metrics.endpoint_healthy.labels(ep.pool, ep.url).set(1 if ep.healthy else 0)
+
+    @asynccontextmanager
+    async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
+        await self.monitor.start()
+        self.ready = True
+        try:
+            yield
+        finally:
+            self.ready = False
+            await self.monitor.stop()
+            await self.relay.aclose()
+
+    async def generate(self, request: Request, api: Api) -> Response | SSEResponse:
+        started = time.monotonic()
+        rid = request.state.request_id
+        self.metrics.in_flight.labels(api).inc()
+        pool_name = "none"
+        status = 500
+        stream = False
+        handed_off = False
+        try:
+            raw = await read_body(
+                request.stream(), request.headers.get("content-length"), self.config.server.max_body_bytes
+            )
+            parsed = parse_body(raw, api)
+            stream = parsed.stream
+            result = await self.relay.send(
+                parsed, _upstream_headers(request, rid, stream), lambda: _wait_disconnect(request)
+            )
+            pool_name = result.pool.name
+            if isinstance(result, RelayResult):
+                status = result.status
+                return Response(result.body, status_code=result.status, media_type=_JSON)
+            handed_off = True
+            return self._stream_response(result, api, rid, started)
+        except GatewayError as exc:
+            status = exc.status
+            return _error_response(exc)
+        except ClientGone:
+            status = 499
+            self.metrics.client_disconnects.labels(api).inc()
+            return Response(status_code=499)
+        finally:
+            if not handed_off:
+                self._finish(api, pool_name, status, stream, started, rid)
+
+    def _stream_response(self, relay: StreamRelay, api: Api, rid: str, started: float) -> SSEResponse:
+        pool = relay.pool.name
+        self.metrics.ttft.labels(pool).observe(time.monotonic() - started)
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                async for event in relay.events():
+                    yield event
+            finally:
+                self._finish(api, pool, 200, True, started, rid, endpoint=relay.endpoint.url)
+
+        return SSEResponse(
+            events(), {}, on_disconnect=lambda: self.metrics.client_disconnects.labels(api).inc()
+        )
+
+    def _finish(
+        self, api: Api, pool: str, status: int, stream: bool, started: float, rid: str, endpoint: str = ""
+    ) -> None:
+        elapsed = time.monotonic() - started
+        self.metrics.in_flight.labels(api).dec()
+        self.metrics.requests.labels(pool, api, str(status)).inc()
+        self.metrics.request_duration.labels(pool, api, "true" if stream else "false").observe(elapsed)
+        log.info(
+            "request",
+            extra={
+                "request_id": rid,
+                "api": api,
+                "pool": pool,
+                "endpoint": endpoint,
+                "status": status,
+                "stream": stream,
+                "duration_ms": round(elapsed * 1000, 2),
+            },
+        )
+
+    def list_models(self) -> Response:
+        created = int(time.time())
+        data = [
+            {"id": model, "object": "model", "created": created, "owned_by": "specgate"}
+            for model in self.pools.models()
+        ]
+        return Response(orjson.dumps({"object": "list", "data": data}), media_type=_JSON)
+
+    def readiness(self) -> Response:
+        down = [p.name for p in self.pools.pools if not p.has_healthy_endpoint()]
+        body: dict[str, Any] = {"status": "ready" if self.ready and not down else "not_ready", "pools": {}}
+        for pool in self.pools.pools:
+            body["pools"][pool.name] = {
+                "healthy_endpoints": sum(1 for ep in pool.endpoints if ep.healthy),
+                "endpoints": [
+                    {
+                        "url": ep.url,
+                        "healthy": ep.healthy,
+                        "outstanding": ep.outstanding,
+                        "error": ep.last_error,
+                    }
+                    for ep in pool.endpoints
+                ],
+            }
+        if down:
+            body["down_pools"] = down
+        status = 200 if self.ready and not down else 503
+        headers = {} if status == 200 else {"retry-after": str(self.config.server.retry_after_s)}
+        return Response(orjson.dumps(body), status_code=status, media_type=_JSON, headers=headers)
+
+    def metrics_response(self) -> Response:
+        for ep in self.pools.endpoints():
+            self.metrics.endpoint_outstanding.labels(ep.pool, ep.url).set(ep.outstanding)
+        return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def _wait_disconnect(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def create_app(config: GatewayConfig) -> FastAPI:
+    gw = Gateway(config)
+    app = FastAPI(title="specgate", version="0.1.0", lifespan=gw.lifespan)
+    app.state.gateway = gw
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat_completions(request: Request) -> Response | SSEResponse:
+        return await gw.generate(request, "chat")
+
+    @app.post("/v1/completions", response_model=None)
+    async def completions(request: Request) -> Response | SSEResponse:
+        return await gw.generate(request, "completions")
+
+    @app.get("/v1/models")
+    async def models() -> Response:
+        return gw.list_models()
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return Response(b'{"status":"ok"}', media_type=_JSON)
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        return gw.readiness()
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return gw.metrics_response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
+        body = error_body(str(exc.detail), "invalid_request_error", None, code)
+        return Response(body, status_code=exc.status_code, media_type=_JSON, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> Response:
+        return _error_response(InvalidRequest(str(exc.errors()[:1])))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error", exc_info=exc)
+        return Response(
+            error_body("internal gateway error", "internal_error", None, "internal_error"),
+            status_code=500,
+            media_type=_JSON,
+        )
+
+    app.add_middleware(RequestIdMiddleware)
+    return app

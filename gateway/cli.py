@@ -1,0 +1,244 @@
+"""The `specgate` command.
+
+specgate serve --config FILE              run the gateway from a config file
+specgate serve --pool MODEL=URL[,URL...]  run it without a file (repeat --pool per model)
+specgate check-config FILE                validate a config; print every error with its field path
+specgate engine up [...]                  start a local CPU vLLM with the tiny model, wait until healthy
+specgate demo                             local engine + gateway on 127.0.0.1:8000, with examples
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _build_config(args: argparse.Namespace) -> Any:
+    from gateway.config import ConfigError, load_config, parse_pool_flag, validate_config
+
+    try:
+        if args.config:
+            config = load_config(args.config)
+            data = config.model_dump()
+        else:
+            data = {}
+        if args.pool:
+            data["pools"] = [parse_pool_flag(flag, i) for i, flag in enumerate(args.pool)]
+        data.setdefault("server", {})
+        if args.host:
+            data["server"]["host"] = args.host
+        if args.port:
+            data["server"]["port"] = args.port
+        config = validate_config(data)
+    except ConfigError as exc:
+        print("invalid configuration:", file=sys.stderr)
+        for line in exc.problems:
+            print(f"  {line}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if not config.pools:
+        print("no pools configured: pass --config FILE or --pool MODEL=URL", file=sys.stderr)
+        raise SystemExit(2)
+    return config
+
+
+def _serve(config: Any) -> None:
+    import uvicorn
+
+    from gateway.app import create_app
+    from gateway.logs import setup_logging
+
+    setup_logging(config.logging.level)
+    uvicorn.run(
+        create_app(config),
+        host=config.server.host,
+        port=config.server.port,
+        loop="uvloop",
+        http="httptools",
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=30,
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    _serve(_build_config(args))
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    from gateway.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        print(f"{args.file}: {len(exc.problems)} error(s)")
+        for line in exc.problems:
+            print(f"  {line}")
+        return 1
+    print(f"{args.file}: ok ({len(config.pools)} pool(s), models: {', '.join(config.models()) or 'none'})")
+    return 0
+
+
+def _engine_spec(args: argparse.Namespace) -> Any:
+    from backends.launcher import EngineSpec
+
+    return EngineSpec(
+        model_dir=Path(args.model),
+        served_name=args.served_name,
+        host=args.host,
+        port=args.port,
+        speculation=args.speculation,
+        max_k=args.max_k,
+        plugin=not args.no_plugin,
+    )
+
+
+def _wait_forever(stop: Any) -> None:
+    def handler(_sig: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop()
+
+
+def cmd_engine_up(args: argparse.Namespace) -> int:
+    from backends.launcher import EngineProcess, EngineStartError, engine_command
+
+    spec = _engine_spec(args)
+    engine = EngineProcess(spec, Path(args.log) if args.log else None)
+    print("starting:", " ".join(engine_command(spec)), file=sys.stderr)
+    try:
+        engine.start()
+        engine.wait_healthy(args.timeout)
+    except EngineStartError as exc:
+        engine.stop()
+        print(f"engine failed to start: {exc}", file=sys.stderr)
+        return 1
+    print(f"engine ready at {spec.url} (model '{spec.served_name}'); Ctrl-C stops it", file=sys.stderr)
+    _wait_forever(engine.stop)
+    return 0
+
+
+_DEMO_HELP = """
+specgate is up on http://{host}:{port} in front of a local CPU vLLM ({engine}).
+
+  curl -s http://{host}:{port}/v1/chat/completions -H 'content-type: application/json' \\
+    -d '{{"model": "{model}", "messages": [{{"role": "user", "content": "def fib(n):"}}], "max_tokens": 48}}'
+
+  python -c "from openai import OpenAI; c = OpenAI(base_url='http://{host}:{port}/v1', api_key='none'); \\
+print(c.completions.create(model='{model}', prompt='import os\\nimport', max_tokens=32).choices[0].text)"
+
+Ctrl-C stops the gateway and the engine.
+"""
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from backends.launcher import EngineProcess, EngineSpec, EngineStartError
+    from gateway.config import validate_config
+
+    spec = EngineSpec(port=args.engine_port)
+    log_path = Path(args.engine_log)
+    engine = EngineProcess(spec, log_path)
+    print(f"starting the local vLLM engine (log: {log_path}) ...", file=sys.stderr)
+    try:
+        engine.start()
+        engine.wait_healthy(300)
+    except EngineStartError as exc:
+        engine.stop()
+        print(f"engine failed to start: {exc}", file=sys.stderr)
+        return 1
+    config = validate_config(
+        {
+            "server": {"host": args.host, "port": args.port},
+            "pools": [
+                {
+                    "name": "local-cpu",
+                    "model": spec.served_name,
+                    "endpoints": [spec.url],
+                    "speculation": {"method": "ngram", "max_k": spec.max_k, "per_request_k": True},
+                }
+            ],
+        }
+    )
+    print(
+        _DEMO_HELP.format(host=args.host, port=args.port, engine=spec.url, model=spec.served_name),
+        file=sys.stderr,
+    )
+    try:
+        _serve(config)
+    finally:
+        engine.stop()
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    from backends.launcher import DEFAULT_MODEL_DIR, DEFAULT_SERVED_NAME
+
+    parser = argparse.ArgumentParser(
+        prog="specgate",
+        description="OpenAI-compatible gateway with adaptive speculative-decoding control for vLLM pools.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gateway")
+    serve.add_argument("--config", help="YAML config file")
+    serve.add_argument(
+        "--pool",
+        action="append",
+        metavar="MODEL=URL[,URL...]",
+        help="serve MODEL from these vLLM base URLs (repeatable; replaces the file's pools)",
+    )
+    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default 8000)")
+    serve.set_defaults(fn=cmd_serve)
+
+    check = sub.add_parser("check-config", help="validate a config file and print every error")
+    check.add_argument("file")
+    check.set_defaults(fn=cmd_check_config)
+
+    engine = sub.add_parser("engine", help="local CPU vLLM engine for tests and the demo")
+    engine_sub = engine.add_subparsers(dest="engine_command", required=True)
+    up = engine_sub.add_parser(
+        "up", help="start vLLM with the tiny model, wait until healthy, run until Ctrl-C"
+    )
+    up.add_argument("--model", default=str(DEFAULT_MODEL_DIR), help="model directory")
+    up.add_argument("--served-name", default=DEFAULT_SERVED_NAME)
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=8100)
+    up.add_argument("--speculation", choices=["ngram", "none"], default="ngram")
+    up.add_argument("--max-k", type=int, default=4)
+    up.add_argument(
+        "--no-plugin", action="store_true", help="without specgate's per-request k scheduler plugin"
+    )
+    up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
+    up.add_argument("--log", help="write the engine's output here")
+    up.set_defaults(fn=cmd_engine_up)
+
+    demo = sub.add_parser("demo", help="local engine + gateway, with curl and openai examples")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8000)
+    demo.add_argument("--engine-port", type=int, default=8100)
+    demo.add_argument("--engine-log", default="specgate-engine.log")
+    demo.set_defaults(fn=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return int(args.fn(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

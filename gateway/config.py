@@ -1,0 +1,187 @@
+"""The gateway's one configuration file: a YAML document validated by pydantic.
+
+Every field has a default that works, so an empty file (or none, with `--pool`) is a valid config.
+`load_config` raises `ConfigError` listing every problem with its field path, which is what
+`specgate check-config` prints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+__all__ = [
+    "ConfigError",
+    "GatewayConfig",
+    "HealthConfig",
+    "PoolConfig",
+    "RetryConfig",
+    "ScrapeConfig",
+    "ServerConfig",
+    "SpeculationConfig",
+    "TimeoutConfig",
+    "load_config",
+    "parse_pool_flag",
+]
+
+
+class _Strict(BaseModel):
+    # Unknown keys are almost always typos in ops configs; reject them instead of ignoring them.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 8000
+    max_body_bytes: Annotated[int, Field(ge=1024)] = 4 * 1024 * 1024
+    # Seconds a client is told to wait in Retry-After when no endpoint can take its request.
+    retry_after_s: Annotated[int, Field(ge=1, le=120)] = 2
+
+
+class TimeoutConfig(_Strict):
+    connect_s: Annotated[float, Field(gt=0)] = 5.0
+    # Until the upstream sends response headers (and, for streams, the first event).
+    first_byte_s: Annotated[float, Field(gt=0)] = 120.0
+    # Longest silence tolerated between two reads of an upstream body.
+    stream_idle_s: Annotated[float, Field(gt=0)] = 60.0
+
+
+class RetryConfig(_Strict):
+    # Total tries of one request, the first included; each retry goes to another endpoint.
+    max_attempts: Annotated[int, Field(ge=1, le=5)] = 2
+
+
+class HealthConfig(_Strict):
+    interval_s: Annotated[float, Field(gt=0)] = 5.0
+    timeout_s: Annotated[float, Field(gt=0)] = 2.0
+    unhealthy_after: Annotated[int, Field(ge=1)] = 2
+    healthy_after: Annotated[int, Field(ge=1)] = 1
+
+
+class ScrapeConfig(_Strict):
+    interval_s: Annotated[float, Field(gt=0)] = 2.0
+    timeout_s: Annotated[float, Field(gt=0)] = 2.0
+    # A scrape older than this many intervals means "load unknown", never "idle".
+    stale_after_intervals: Annotated[int, Field(ge=1)] = 3
+
+
+class SpeculationConfig(_Strict):
+    """What the engines of a pool were started with; specgate cannot change it, only use it."""
+
+    method: Literal["none", "ngram", "eagle", "eagle3", "draft_model", "mtp", "suffix"] = "none"
+    max_k: Annotated[int, Field(ge=0, le=16)] = 0
+    # True when the engines load specgate's scheduler plugin, so each request may carry its own k.
+    per_request_k: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SpeculationConfig:
+        if self.method == "none" and self.max_k != 0:
+            raise ValueError("max_k must be 0 when method is 'none'")
+        if self.method != "none" and self.max_k == 0:
+            raise ValueError(f"max_k must be >= 1 when method is '{self.method}'")
+        if self.per_request_k and self.method == "none":
+            raise ValueError("per_request_k needs speculation (method != 'none')")
+        return self
+
+
+def _check_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"endpoint {url!r} must be an http(s) base URL like http://host:port")
+    return url.rstrip("/")
+
+
+class PoolConfig(_Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+    model: Annotated[str, Field(min_length=1, max_length=256)]
+    engine: Literal["vllm"] = "vllm"
+    endpoints: Annotated[list[str], Field(min_length=1)]
+    speculation: SpeculationConfig = SpeculationConfig()
+
+    @field_validator("endpoints")
+    @classmethod
+    def _urls(cls, value: list[str]) -> list[str]:
+        urls = [_check_url(u) for u in value]
+        if len(set(urls)) != len(urls):
+            raise ValueError("endpoints must not repeat")
+        return urls
+
+
+class LoggingConfig(_Strict):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    # Prompt bodies are user data: off unless an operator turns it on for debugging.
+    log_prompts: bool = False
+
+
+class GatewayConfig(_Strict):
+    server: ServerConfig = ServerConfig()
+    timeouts: TimeoutConfig = TimeoutConfig()
+    retries: RetryConfig = RetryConfig()
+    health: HealthConfig = HealthConfig()
+    scrape: ScrapeConfig = ScrapeConfig()
+    logging: LoggingConfig = LoggingConfig()
+    pools: list[PoolConfig] = []
+
+    @field_validator("pools")
+    @classmethod
+    def _unique_names(cls, pools: list[PoolConfig]) -> list[PoolConfig]:
+        names = [p.name for p in pools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
+        return pools
+
+    def models(self) -> list[str]:
+        """Each served model once, in config order."""
+        return list(dict.fromkeys(p.model for p in self.pools))
+
+
+class ConfigError(Exception):
+    """A config that cannot be used; `problems` holds one line per error, each with its field path."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _format_validation_error(exc: ValidationError) -> list[str]:
+    lines = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "(root)"
+        lines.append(f"{path}: {err['msg']}")
+    return lines
+
+
+def validate_config(data: Any) -> GatewayConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(["(root): the config must be a YAML mapping"])
+    try:
+        return GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc)) from None
+
+
+def load_config(path: str | Path) -> GatewayConfig:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"(file): cannot read {path}: {exc.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"(yaml): {exc}"]) from None
+    return validate_config(data)
+
+
+def parse_pool_flag(flag: str, index: int) -> dict[str, Any]:
+    """`MODEL=URL[,URL...]` from `specgate serve --pool` into a pool mapping (validated later)."""
+    model, sep, urls = flag.partition("=")
+    if not sep or not model or not urls:
+        raise ConfigError([f"--pool {flag!r}: expected MODEL=URL[,URL...]"])
+    return {"name": f"pool-{index}", "model": model, "endpoints": [u for u in urls.split(",") if u]}

@@ -1,0 +1,143 @@
+"""The gateway's own Prometheus metrics: one prefix, base units, bounded labels.
+
+Label values come from config (pool names, endpoint URLs) or from fixed sets (status class, reason),
+never from raw client input. Histogram buckets are vLLM's, so gateway and engine quantiles line up.
+Each app owns its registry, so several gateways can live in one process (tests) without clashes.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["TPOT_BUCKETS", "TTFT_BUCKETS", "GatewayMetrics"]
+
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+TPOT_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+E2E_BUCKETS = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
+
+
+class GatewayMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "specgate_requests",
+            "Requests answered, by pool, API and HTTP status.",
+            ["pool", "api", "status"],
+            registry=r,
+        )
+        self.request_duration = Histogram(
+            "specgate_request_duration_seconds",
+            "Time from request received to response complete.",
+            ["pool", "api", "stream"],
+            buckets=E2E_BUCKETS,
+            registry=r,
+        )
+        self.ttft = Histogram(
+            "specgate_time_to_first_token_seconds",
+            "Time from request received to first streamed event.",
+            ["pool"],
+            buckets=TTFT_BUCKETS,
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "specgate_requests_in_flight",
+            "Requests being handled now.",
+            ["api"],
+            registry=r,
+        )
+        self.upstream_errors = Counter(
+            "specgate_upstream_errors",
+            "Failed upstream tries, by reason (connect, timeout, http_5xx, stream).",
+            ["pool", "reason"],
+            registry=r,
+        )
+        self.retries = Counter(
+            "specgate_upstream_retries",
+            "Requests re-sent to another endpoint after a failed try.",
+            ["pool"],
+            registry=r,
+        )
+        self.endpoint_healthy = Gauge(
+            "specgate_endpoint_healthy",
+            "1 when the endpoint passes health checks, else 0.",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.endpoint_outstanding = Gauge(
+            "specgate_endpoint_outstanding_requests",
+            "Requests this gateway has outstanding at the endpoint.",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.client_disconnects = Counter(
+            "specgate_client_disconnects",
+            "Requests whose client went away before the answer was complete.",
+            ["api"],
+            registry=r,
+        )

@@ -1,0 +1,136 @@
+"""Shared fixtures: a real CPU vLLM engine (once per session) and gateways on free loopback ports."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+import uvicorn
+
+from backends.launcher import EngineProcess, EngineSpec
+from gateway.app import create_app
+from gateway.config import GatewayConfig, validate_config
+
+MODEL = "specgate-tiny"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
+    """A real vLLM server: tiny model, ngram speculation (max k 4), specgate's scheduler plugin.
+
+    SPECGATE_TEST_ENGINE_URL=http://127.0.0.1:8100 reuses one started by `specgate engine up`
+    (same flags) to save the start-up time while developing; CI always starts its own.
+    """
+    reuse = os.environ.get("SPECGATE_TEST_ENGINE_URL")
+    if reuse:
+        parts = urlsplit(reuse)
+        yield EngineSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80)
+        return
+    spec = EngineSpec(port=free_port())
+    log = tmp_path_factory.mktemp("engine") / "vllm.log"
+    proc = EngineProcess(spec, log)
+    proc.start()
+    try:
+        proc.wait_healthy(420)
+    except Exception:
+        proc.stop()
+        print(Path(log).read_text()[-5000:])
+        raise
+    yield spec
+    proc.stop()
+
+
+class GatewayServer:
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self.app = create_app(config)
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                self.app,
+                host=config.server.host,
+                port=config.server.port,
+                log_config=None,
+                access_log=False,
+                loop="asyncio",
+                lifespan="on",
+            )
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.server.host}:{self.config.server.port}"
+
+    @property
+    def gateway(self) -> Any:
+        return self.app.state.gateway
+
+    def start(self) -> GatewayServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("gateway did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+@pytest.fixture
+def start_gateway() -> Iterator[Callable[..., GatewayServer]]:
+    started: list[GatewayServer] = []
+
+    def start(pools: list[dict[str, Any]], **overrides: Any) -> GatewayServer:
+        data: dict[str, Any] = {"server": {"port": free_port()}, "pools": pools}
+        for key, value in overrides.items():
+            data[key] = value if key != "server" else {**data["server"], **value}
+        server = GatewayServer(validate_config(data)).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def engine_pool(engine: EngineSpec, *extra_urls: str, name: str = "cpu") -> dict[str, Any]:
+    return {
+        "name": name,
+        "model": MODEL,
+        "endpoints": [*extra_urls, engine.url],
+        "speculation": {"method": "ngram", "max_k": engine.max_k, "per_request_k": True},
+    }
+
+
+@pytest.fixture
+def gateway(engine: EngineSpec, start_gateway: Callable[..., GatewayServer]) -> GatewayServer:
+    return start_gateway([engine_pool(engine)])
+
+
+def engine_gauge(url: str, name: str) -> float:
+    from backends.vllm_metrics import parse_vllm_metrics
+
+    snap = parse_vllm_metrics(httpx.get(f"{url}/metrics", timeout=5).text)
+    return float(getattr(snap, name))
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
