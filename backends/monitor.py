@@ -29,7 +29,7 @@ class EndpointMonitor:
         health: HealthConfig,
         scrape: ScrapeConfig,
         *,
-        on_snapshot: Callable[[Endpoint, EngineSnapshot], None] | None = None,
+        on_snapshot: Callable[[Endpoint, EngineSnapshot | None, EngineSnapshot], None] | None = None,
         on_health: Callable[[Endpoint], None] | None = None,
     ) -> None:
         self._pools = pools
@@ -104,7 +104,8 @@ class EndpointMonitor:
         except (httpx.HTTPError, ValueError) as exc:
             log.debug("scrape failed", extra={"endpoint": ep.url, "error": type(exc).__name__})
             return
+        previous = ep.snapshot
         ep.snapshot = snap
         ep.snapshot_at = time.monotonic()
         if self._on_snapshot:
-            self._on_snapshot(ep, snap)
+            self._on_snapshot(ep, previous, snap)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["EngineSnapshot", "parse_vllm_metrics"]
+__all__ = ["EngineSnapshot", "SpecDelta", "parse_vllm_metrics", "spec_delta"]
 
 _GAUGES = {
     "vllm:num_requests_running": "running",
@@ -67,3 +67,42 @@ def parse_vllm_metrics(text: str) -> EngineSnapshot:
                     continue
                 snap.accepted_per_pos[pos] = snap.accepted_per_pos.get(pos, 0.0) + sample.value
     return snap
+
+
+@dataclass(frozen=True, slots=True)
+class SpecDelta:
+    """Speculation counter increments between two scrapes of one endpoint."""
+
+    drafts: float
+    draft_tokens: float
+    accepted_tokens: float
+    accepted_per_pos: dict[int, float]
+    reset: bool
+
+
+def _inc(prev: float | None, cur: float | None) -> tuple[float, bool]:
+    if cur is None:
+        return 0.0, False
+    if prev is None:
+        return 0.0, False
+    if cur < prev:
+        # The engine restarted and its counters began again from zero.
+        return cur, True
+    return cur - prev, False
+
+
+def spec_delta(prev: EngineSnapshot | None, cur: EngineSnapshot) -> SpecDelta | None:
+    """None without a previous scrape or without speculation; a restart counts from zero."""
+    if prev is None or not cur.speculation_configured:
+        return None
+    drafts, r1 = _inc(prev.drafts, cur.drafts)
+    tokens, r2 = _inc(prev.draft_tokens, cur.draft_tokens)
+    accepted, r3 = _inc(prev.accepted_tokens, cur.accepted_tokens)
+    reset = r1 or r2 or r3
+    per_pos = {}
+    for pos, value in cur.accepted_per_pos.items():
+        before = None if reset else prev.accepted_per_pos.get(pos, 0.0)
+        per_pos[pos] = value if before is None else max(0.0, value - before)
+    if reset:
+        drafts, tokens, accepted = cur.drafts or 0.0, cur.draft_tokens or 0.0, cur.accepted_tokens or 0.0
+    return SpecDelta(drafts, tokens, accepted, per_pos, reset)

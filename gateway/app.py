@@ -23,9 +23,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backends.monitor import EndpointMonitor
 from backends.pool import Endpoint, PoolSet
+from backends.vllm_metrics import EngineSnapshot, spec_delta
+from controllers.observations import Observation, ObservationSink
 from gateway.config import GatewayConfig
+from gateway.dispatch import Dispatcher, Plan
 from gateway.errors import GatewayError, InvalidRequest, error_body
 from gateway.metrics import GatewayMetrics
+from gateway.observe import StreamObserver, observe_body
 from gateway.relay import ClientGone, Relay, RelayResult, StreamRelay
 from gateway.requests import Api, parse_body, read_body
 from gateway.streaming import SSEResponse
@@ -87,14 +91,43 @@ class Gateway:
         self.config = config
         self.metrics = GatewayMetrics()
         self.pools = PoolSet(config)
-        self.relay = Relay(config, self.pools, self.metrics)
+        self.dispatcher = Dispatcher(config, self.pools)
+        self.relay = Relay(config, self.metrics)
+        self.sink = ObservationSink()
         self.monitor = EndpointMonitor(
-            self.pools, config.health, config.scrape, on_health=self._export_health
+            self.pools,
+            config.health,
+            config.scrape,
+            on_health=self._export_health,
+            on_snapshot=self._on_snapshot,
         )
         self.ready = False
 
     def _export_health(self, ep: Endpoint) -> None:
         self.metrics.endpoint_healthy.labels(ep.pool, ep.url).set(1 if ep.healthy else 0)
+
+    def _on_snapshot(self, ep: Endpoint, previous: EngineSnapshot | None, snap: EngineSnapshot) -> None:
+        delta = spec_delta(previous, snap)
+        if delta is None:
+            return
+        m = self.metrics
+        m.engine_draft_tokens.labels(ep.pool, ep.url).inc(delta.draft_tokens)
+        m.engine_accepted_tokens.labels(ep.pool, ep.url).inc(delta.accepted_tokens)
+        m.engine_drafts.labels(ep.pool, ep.url).inc(delta.drafts)
+        if delta.reset:
+            m.engine_counter_resets.labels(ep.pool, ep.url).inc()
+
+    def record(self, obs: Observation) -> None:
+        m = self.metrics
+        m.spec_observations.labels(obs.route, obs.pool, obs.source).inc()
+        if obs.spec is not None:
+            m.spec_draft_tokens.labels(obs.route, obs.pool).inc(obs.spec.draft_tokens)
+            m.spec_accepted_tokens.labels(obs.route, obs.pool).inc(obs.spec.accepted_tokens)
+            m.spec_verify_steps.labels(obs.route, obs.pool).inc(obs.spec.verify_steps)
+        dropped = self.sink.dropped
+        self.sink.put(obs)
+        if self.sink.dropped > dropped:
+            m.observations_dropped.inc()
 
     @asynccontextmanager
     async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
@@ -121,15 +154,30 @@ class Gateway:
             )
             parsed = parse_body(raw, api)
             stream = parsed.stream
+            plan = self.dispatcher.plan(parsed, request.headers)
+            self.metrics.route_requests.labels(plan.route).inc()
+            pool_name = plan.pool.name
             result = await self.relay.send(
-                parsed, _upstream_headers(request, rid, stream), lambda: _wait_disconnect(request)
+                parsed, plan.pool, _upstream_headers(request, rid, stream), lambda: _wait_disconnect(request)
             )
-            pool_name = result.pool.name
+            self.metrics.spec_requests.labels(plan.route, pool_name, str(plan.k)).inc()
+            headers = {"x-specgate-route": plan.route, "x-specgate-k": str(plan.k)}
+            n = parsed.body.get("n") or 1
             if isinstance(result, RelayResult):
                 status = result.status
-                return Response(result.body, status_code=result.status, media_type=_JSON)
+                body, obs = observe_body(
+                    result.body,
+                    plan,
+                    result.endpoint.url,
+                    result.batch_at_dispatch,
+                    expose_metrics=self.config.server.expose_engine_metrics,
+                    n=n,
+                )
+                if obs is not None and status == 200:
+                    self.record(obs)
+                return Response(body, status_code=result.status, media_type=_JSON, headers=headers)
             handed_off = True
-            return self._stream_response(result, api, rid, started)
+            return self._stream_response(result, plan, api, rid, started, headers, n)
         except GatewayError as exc:
             status = exc.status
             return _error_response(exc)
@@ -141,19 +189,38 @@ class Gateway:
             if not handed_off:
                 self._finish(api, pool_name, status, stream, started, rid)
 
-    def _stream_response(self, relay: StreamRelay, api: Api, rid: str, started: float) -> SSEResponse:
+    def _stream_response(
+        self,
+        relay: StreamRelay,
+        plan: Plan,
+        api: Api,
+        rid: str,
+        started: float,
+        headers: dict[str, str],
+        n: int,
+    ) -> SSEResponse:
         pool = relay.pool.name
         self.metrics.ttft.labels(pool).observe(time.monotonic() - started)
+        observer = StreamObserver(
+            plan,
+            relay.endpoint.url,
+            relay.batch_at_dispatch,
+            started,
+            self.config.server.expose_engine_metrics,
+            n,
+            self.record,
+            chat=api == "chat",
+        )
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                async for event in relay.events():
+                async for event in observer.relay(relay.events()):
                     yield event
             finally:
                 self._finish(api, pool, 200, True, started, rid, endpoint=relay.endpoint.url)
 
         return SSEResponse(
-            events(), {}, on_disconnect=lambda: self.metrics.client_disconnects.labels(api).inc()
+            events(), headers, on_disconnect=lambda: self.metrics.client_disconnects.labels(api).inc()
         )
 
     def _finish(

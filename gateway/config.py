@@ -7,6 +7,7 @@ Every field has a default that works, so an empty file (or none, with `--pool`) 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -18,8 +19,12 @@ __all__ = [
     "ConfigError",
     "GatewayConfig",
     "HealthConfig",
+    "KConfig",
     "PoolConfig",
     "RetryConfig",
+    "RouteConfig",
+    "RouteMatch",
+    "RoutingConfig",
     "ScrapeConfig",
     "ServerConfig",
     "SpeculationConfig",
@@ -40,6 +45,8 @@ class ServerConfig(_Strict):
     max_body_bytes: Annotated[int, Field(ge=1024)] = 4 * 1024 * 1024
     # Seconds a client is told to wait in Retry-After when no endpoint can take its request.
     retry_after_s: Annotated[int, Field(ge=1, le=120)] = 2
+    # Pass vLLM's per-request `metrics` field on to clients (engine-internal; off by default).
+    expose_engine_metrics: bool = False
 
 
 class TimeoutConfig(_Strict):
@@ -111,6 +118,88 @@ class PoolConfig(_Strict):
         return urls
 
 
+class KConfig(_Strict):
+    """A route's speculation bounds; `pin` fixes k (the controller then leaves the route alone)."""
+
+    min: Annotated[int, Field(ge=0, le=16)] = 0
+    max: Annotated[int, Field(ge=0, le=16)] = 16
+    pin: Annotated[int | None, Field(ge=0, le=16)] = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> KConfig:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        if self.pin is not None and not self.min <= self.pin <= self.max:
+            raise ValueError(f"pin ({self.pin}) must lie within [min, max] = [{self.min}, {self.max}]")
+        return self
+
+
+class RouteMatch(_Strict):
+    """One rule: every condition given must hold. A route matches when any of its rules does."""
+
+    models: list[str] | None = None
+    api: Literal["chat", "completions"] | None = None
+    tenants: list[str] | None = None
+    system_regex: str | None = None
+    has_tools: bool | None = None
+    json_response: bool | None = None
+    min_prompt_chars: Annotated[int | None, Field(ge=0)] = None
+    max_prompt_chars: Annotated[int | None, Field(ge=0)] = None
+    classes: list[str] | None = None
+
+    @field_validator("system_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+
+_ROUTE_NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+
+
+class RouteConfig(_Strict):
+    name: Annotated[str, Field(pattern=_ROUTE_NAME)]
+    match: list[RouteMatch] = []
+    k: KConfig = KConfig()
+    # Per-token latency the route must keep (the controller's constraint); None = no SLO.
+    tpot_slo_s: Annotated[float | None, Field(gt=0)] = None
+    # Pools this route may use (by name); None = every pool serving the request's model.
+    pools: list[str] | None = None
+
+
+class RoutingConfig(_Strict):
+    # Routes in priority order: the first whose rules match takes the request.
+    routes: list[RouteConfig] = []
+    default_route: Annotated[str, Field(pattern=_ROUTE_NAME)] = "default"
+    # A client's `x-specgate-route` header picks the route (API keys will narrow who may).
+    allow_route_header: bool = False
+    # A client's own `vllm_xargs.num_speculative_tokens` is honoured instead of the route's k.
+    allow_client_k: bool = False
+
+    @field_validator("routes")
+    @classmethod
+    def _unique(cls, routes: list[RouteConfig]) -> list[RouteConfig]:
+        names = [r.name for r in routes]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"route names must be unique; repeated: {', '.join(dupes)}")
+        return routes
+
+    def route_names(self) -> list[str]:
+        names = [r.name for r in self.routes]
+        return names if self.default_route in names else [*names, self.default_route]
+
+    def route(self, name: str) -> RouteConfig:
+        for r in self.routes:
+            if r.name == name:
+                return r
+        return RouteConfig(name=name)
+
+
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     # Prompt bodies are user data: off unless an operator turns it on for debugging.
@@ -124,6 +213,7 @@ class GatewayConfig(_Strict):
     health: HealthConfig = HealthConfig()
     scrape: ScrapeConfig = ScrapeConfig()
     logging: LoggingConfig = LoggingConfig()
+    routing: RoutingConfig = RoutingConfig()
     pools: list[PoolConfig] = []
 
     @field_validator("pools")
@@ -134,6 +224,15 @@ class GatewayConfig(_Strict):
         if dupes:
             raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
         return pools
+
+    @model_validator(mode="after")
+    def _route_pools_exist(self) -> GatewayConfig:
+        known = {p.name for p in self.pools}
+        for i, route in enumerate(self.routing.routes):
+            missing = [p for p in route.pools or [] if p not in known]
+            if missing:
+                raise ValueError(f"routing.routes.{i}.pools: unknown pool(s) {', '.join(missing)}")
+        return self
 
     def models(self) -> list[str]:
         """Each served model once, in config order."""

@@ -141,3 +141,71 @@ class GatewayMetrics:
             ["api"],
             registry=r,
         )
+        # Speculation, per route and pool, from vLLM's per-request metrics (one observation per request).
+        self.route_requests = Counter(
+            "specgate_route_requests",
+            "Requests put on each route.",
+            ["route"],
+            registry=r,
+        )
+        self.spec_requests = Counter(
+            "specgate_spec_requests",
+            "Requests relayed, by route, pool and the k applied.",
+            ["route", "pool", "k"],
+            registry=r,
+        )
+        self.spec_draft_tokens = Counter(
+            "specgate_spec_draft_tokens",
+            "Draft tokens proposed and verified, from per-request engine metrics.",
+            ["route", "pool"],
+            registry=r,
+        )
+        self.spec_accepted_tokens = Counter(
+            "specgate_spec_accepted_tokens",
+            "Draft tokens accepted, from per-request engine metrics.",
+            ["route", "pool"],
+            registry=r,
+        )
+        self.spec_verify_steps = Counter(
+            "specgate_spec_verify_steps",
+            "Verify steps that carried drafts. Mean acceptance length = "
+            "1 + rate(accepted_tokens) / rate(verify_steps).",
+            ["route", "pool"],
+            registry=r,
+        )
+        self.spec_observations = Counter(
+            "specgate_spec_observations",
+            "Finished requests observed, by where their numbers came from (engine, chunks, none).",
+            ["route", "pool", "source"],
+            registry=r,
+        )
+        self.observations_dropped = Counter(
+            "specgate_observations_dropped",
+            "Observations dropped because the controller's sink was full.",
+            registry=r,
+        )
+        # vLLM's own speculation counters, scraped per endpoint (increments; engine restarts handled).
+        self.engine_draft_tokens = Counter(
+            "specgate_engine_spec_draft_tokens",
+            "Draft tokens counted by the engine (scraped).",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.engine_accepted_tokens = Counter(
+            "specgate_engine_spec_accepted_tokens",
+            "Accepted draft tokens counted by the engine (scraped).",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.engine_drafts = Counter(
+            "specgate_engine_spec_drafts",
+            "Verify steps with drafts counted by the engine (scraped).",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.engine_counter_resets = Counter(
+            "specgate_engine_counter_resets",
+            "Engine counters seen going backwards (restarts).",
+            ["pool", "endpoint"],
+            registry=r,
+        )

@@ -21,11 +21,10 @@ import anyio
 import httpx
 import orjson
 
-from backends.pool import Endpoint, Pool, PoolSet
+from backends.pool import Endpoint, Pool
 from gateway.config import GatewayConfig
 from gateway.errors import (
     GatewayError,
-    ModelNotFound,
     NoHealthyEndpoint,
     UpstreamError,
     UpstreamTimeout,
@@ -53,6 +52,7 @@ class RelayResult:
     body: bytes
     pool: Pool
     endpoint: Endpoint
+    batch_at_dispatch: float = 0.0
 
 
 @dataclass(slots=True)
@@ -70,6 +70,7 @@ class StreamRelay:
     on_close: Callable[[str], None]
     idle_timeout_s: float
     _closed: bool = field(default=False)
+    batch_at_dispatch: float = 0.0
 
     async def events(self) -> AsyncIterator[bytes]:
         """Yield SSE events as bytes; ends with `[DONE]` or an in-band error event."""
@@ -139,9 +140,8 @@ def _error_event(message: str, code: str) -> bytes:
 
 
 class Relay:
-    def __init__(self, config: GatewayConfig, pools: PoolSet, metrics: GatewayMetrics) -> None:
+    def __init__(self, config: GatewayConfig, metrics: GatewayMetrics) -> None:
         self._config = config
-        self._pools = pools
         self._metrics = metrics
         t = config.timeouts
         self.client = httpx.AsyncClient(
@@ -152,24 +152,19 @@ class Relay:
     async def aclose(self) -> None:
         await self.client.aclose()
 
-    def choose_pool(self, model: str) -> Pool:
-        pools = self._pools.pools_for(model)
-        if not pools:
-            raise ModelNotFound(f"The model '{model}' does not exist", param="model")
-        for pool in pools:
-            if any(ep.healthy is not False for ep in pool.endpoints):
-                return pool
-        return pools[0]
-
     async def send(
-        self, req: ParsedRequest, headers: dict[str, str], wait_disconnect: Callable[[], Awaitable[None]]
+        self,
+        req: ParsedRequest,
+        pool: Pool,
+        headers: dict[str, str],
+        wait_disconnect: Callable[[], Awaitable[None]],
     ) -> RelayResult | StreamRelay:
         """Relay `req`; raises ClientGone if the client leaves first (the upstream is then closed).
 
         The disconnect watch covers the whole try, header wait included: vLLM sends the headers of a
         non-streaming answer only when the answer is complete.
         """
-        work = asyncio.ensure_future(self._send(req, headers))
+        work = asyncio.ensure_future(self._send(req, pool, headers))
         gone = asyncio.ensure_future(wait_disconnect())
         try:
             done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -188,8 +183,9 @@ class Relay:
             await outcome.close("client_disconnect")
         raise ClientGone()
 
-    async def _send(self, req: ParsedRequest, headers: dict[str, str]) -> RelayResult | StreamRelay:
-        pool = self.choose_pool(req.model)
+    async def _send(
+        self, req: ParsedRequest, pool: Pool, headers: dict[str, str]
+    ) -> RelayResult | StreamRelay:
         body = orjson.dumps(req.body) if req.modified else req.raw
         tried: set[Endpoint] = set()
         last_error: GatewayError | None = None
@@ -230,6 +226,7 @@ class Relay:
         endpoint: Endpoint,
     ) -> RelayResult | StreamRelay:
         started = time.monotonic()
+        batch = _batch_now(endpoint)
         endpoint.outstanding += 1
         released = False
 
@@ -268,6 +265,7 @@ class Relay:
                             started,
                             release,
                             self._config.timeouts.stream_idle_s,
+                            batch_at_dispatch=batch,
                         )
             except httpx.ConnectError as exc:
                 endpoint.eject(f"connect failed: {type(exc).__name__}")
@@ -292,7 +290,7 @@ class Relay:
             # Non-streaming: the try has succeeded once headers are in; read the body, but stop as soon
             # as the client goes away so the engine does not keep generating for nobody.
             raw = await _read_body(response)
-            return RelayResult(response.status_code, raw, pool, endpoint)
+            return RelayResult(response.status_code, raw, pool, endpoint, batch)
         except BaseException:
             if response is not None:
                 with anyio.CancelScope(shield=True):
@@ -317,6 +315,14 @@ class ClientGone(Exception):
 
 class _EmptyStream(Exception):
     pass
+
+
+def _batch_now(endpoint: Endpoint) -> float:
+    """Requests running at the endpoint as this one is sent: the engine's last scrape if any, plus what
+    this gateway has sent since (outstanding counts them; the larger of the two avoids double counting)."""
+    snap = endpoint.snapshot
+    running = snap.running if snap is not None else 0.0
+    return max(running, float(endpoint.outstanding))
 
 
 def _server_error(error: GatewayError, config: GatewayConfig) -> GatewayError:

@@ -55,6 +55,33 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
     proc.stop()
 
 
+@pytest.fixture(scope="session")
+def plain_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
+    """A second real vLLM server, without speculation (pool tiers).
+
+    SPECGATE_TEST_PLAIN_ENGINE_URL reuses one started with `specgate engine up --speculation none`.
+    """
+    reuse = os.environ.get("SPECGATE_TEST_PLAIN_ENGINE_URL")
+    if reuse:
+        parts = urlsplit(reuse)
+        yield EngineSpec(
+            host=parts.hostname or "127.0.0.1", port=parts.port or 80, speculation="none", max_k=0
+        )
+        return
+    spec = EngineSpec(port=free_port(), speculation="none", max_k=0)
+    log = tmp_path_factory.mktemp("plain-engine") / "vllm.log"
+    proc = EngineProcess(spec, log)
+    proc.start()
+    try:
+        proc.wait_healthy(420)
+    except Exception:
+        proc.stop()
+        print(Path(log).read_text()[-5000:])
+        raise
+    yield spec
+    proc.stop()
+
+
 class GatewayServer:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config

@@ -44,3 +44,19 @@ def test_without_speculation() -> None:
 def test_garbage_raises_value_error() -> None:
     with pytest.raises(ValueError):
         parse_vllm_metrics("this is { not prometheus\n")
+
+
+def test_spec_delta_and_restart() -> None:
+    from backends.vllm_metrics import EngineSnapshot, spec_delta
+
+    a = EngineSnapshot(drafts=10, draft_tokens=40, accepted_tokens=20, accepted_per_pos={0: 8, 1: 6})
+    b = EngineSnapshot(drafts=15, draft_tokens=60, accepted_tokens=26, accepted_per_pos={0: 11, 1: 8})
+    d = spec_delta(a, b)
+    assert d is not None and (d.drafts, d.draft_tokens, d.accepted_tokens, d.reset) == (5, 20, 6, False)
+    assert d.accepted_per_pos == {0: 3, 1: 2}
+    restarted = EngineSnapshot(drafts=2, draft_tokens=8, accepted_tokens=3, accepted_per_pos={0: 2, 1: 1})
+    r = spec_delta(b, restarted)
+    assert r is not None and r.reset and (r.drafts, r.draft_tokens, r.accepted_tokens) == (2, 8, 3)
+    assert r.accepted_per_pos == {0: 2, 1: 1}
+    assert spec_delta(None, b) is None
+    assert spec_delta(a, EngineSnapshot()) is None

@@ -1,0 +1,58 @@
+"""Read what vLLM reports about a finished request, defensively (the shape is marked experimental).
+
+`metrics.speculative_decoding` (server flag `--per-request-spec-decode-metrics`) rides on non-streaming
+responses and on the final usage chunk of a stream (`choices: []`). Only for n == 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controllers.observations import SpecStats
+
+__all__ = ["is_usage_event", "parse_spec_metrics", "parse_usage"]
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def parse_spec_metrics(obj: Any) -> SpecStats | None:
+    """SpecStats from a response/chunk object, or None when absent or inconsistent."""
+    if not isinstance(obj, dict):
+        return None
+    metrics = obj.get("metrics")
+    sd = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if not isinstance(sd, dict):
+        return None
+    drafted = _count(sd.get("num_draft_tokens"))
+    accepted = _count(sd.get("num_accepted_draft_tokens"))
+    steps = _count(sd.get("num_spec_steps"))
+    if drafted is None or accepted is None or steps is None or accepted > drafted:
+        return None
+    raw_hist = sd.get("acceptance_histogram")
+    hist: tuple[int, ...] = ()
+    if isinstance(raw_hist, list):
+        counts = [_count(v) for v in raw_hist]
+        if all(c is not None for c in counts) and sum(counts) == steps:  # type: ignore[arg-type]
+            hist = tuple(counts)  # type: ignore[arg-type]
+    return SpecStats(drafted, accepted, steps, hist)
+
+
+def parse_usage(obj: Any) -> tuple[int, int]:
+    """(prompt_tokens, completion_tokens); zeros when missing."""
+    usage = obj.get("usage") if isinstance(obj, dict) else None
+    if not isinstance(usage, dict):
+        return 0, 0
+    return _count(usage.get("prompt_tokens")) or 0, _count(usage.get("completion_tokens")) or 0
+
+
+def is_usage_event(data: bytes) -> bool:
+    """Cheap pre-check for the final usage chunk, so ordinary chunks are never parsed."""
+    return b'"usage"' in data and b'"choices":[]' in data

@@ -1,0 +1,45 @@
+"""The decision table: each route's k, versioned and immutable.
+
+The request path reads `DecisionTable` through a plain attribute: swapping in a new table is one
+reference assignment, so readers never lock, await or see half an update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from gateway.config import RoutingConfig
+
+__all__ = ["DecisionTable", "RouteDecision", "static_table"]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteDecision:
+    k: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionTable:
+    version: int
+    routes: Mapping[str, RouteDecision]
+    fallback_k: int = 0
+
+    def k_for(self, route: str) -> int:
+        decision = self.routes.get(route)
+        return self.fallback_k if decision is None else decision.k
+
+
+def static_table(routing: RoutingConfig, engine_max_k: int, version: int = 1) -> DecisionTable:
+    """k per route from config alone: the pin if set, else the engines' max k within the route's bounds."""
+    routes: dict[str, RouteDecision] = {}
+    for name in routing.route_names():
+        bounds = routing.route(name).k
+        if bounds.pin is not None:
+            routes[name] = RouteDecision(bounds.pin, "pinned in config")
+        else:
+            k = max(bounds.min, min(bounds.max, engine_max_k))
+            routes[name] = RouteDecision(k, "static: engine max k within route bounds")
+    return DecisionTable(version, MappingProxyType(routes), fallback_k=engine_max_k)

@@ -1,0 +1,75 @@
+"""What the gateway saw of one finished request, and the bounded sink the controller reads them from."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Observation", "ObservationSink", "SpecStats"]
+
+# engine: vLLM's per-request speculation metrics; chunks: tokens per streamed chunk (a step emits one
+# chunk, so tokens/chunk estimates the acceptance length); none: nothing usable.
+Source = Literal["engine", "chunks", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpecStats:
+    draft_tokens: int
+    accepted_tokens: int
+    verify_steps: int
+    # histogram[j] = verify steps in which exactly j drafts were accepted (len = max k + 1).
+    histogram: tuple[int, ...] = ()
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        return 1.0 + self.accepted_tokens / self.verify_steps if self.verify_steps else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    route: str
+    pool: str
+    endpoint: str
+    k_applied: int
+    source: Source
+    spec: SpecStats | None
+    prompt_tokens: int
+    completion_tokens: int
+    ttft_s: float | None
+    decode_s: float | None
+    # Running requests at the endpoint when this one was sent (engine's scrape, or our own count).
+    batch_at_dispatch: float
+    stream: bool
+    # tokens per streamed chunk, when source == "chunks"
+    tokens_per_chunk: float | None = None
+
+    @property
+    def tpot_s(self) -> float | None:
+        if self.decode_s is None or self.completion_tokens <= 1:
+            return None
+        return self.decode_s / (self.completion_tokens - 1)
+
+
+@dataclass
+class ObservationSink:
+    """A bounded FIFO: when full the oldest observation is dropped and counted, never an error."""
+
+    capacity: int = 10_000
+    dropped: int = 0
+    total: int = 0
+    _items: deque[Observation] = field(default_factory=deque)
+
+    def put(self, obs: Observation) -> None:
+        if len(self._items) >= self.capacity:
+            self._items.popleft()
+            self.dropped += 1
+        self._items.append(obs)
+        self.total += 1
+
+    def drain(self, limit: int | None = None) -> list[Observation]:
+        n = len(self._items) if limit is None else min(limit, len(self._items))
+        return [self._items.popleft() for _ in range(n)]
+
+    def __len__(self) -> int:
+        return len(self._items)
