@@ -25,6 +25,7 @@ from backends.monitor import EndpointMonitor
 from backends.pool import Endpoint, PoolSet
 from backends.vllm_metrics import EngineSnapshot, spec_delta
 from controllers.observations import Observation, ObservationSink
+from gateway.classify import RequestClassifier
 from gateway.config import GatewayConfig
 from gateway.dispatch import Dispatcher, Plan
 from gateway.errors import GatewayError, InvalidRequest, error_body
@@ -91,7 +92,8 @@ class Gateway:
         self.config = config
         self.metrics = GatewayMetrics()
         self.pools = PoolSet(config)
-        self.dispatcher = Dispatcher(config, self.pools)
+        self.classifier = RequestClassifier(config.classifier, self.metrics)
+        self.dispatcher = Dispatcher(config, self.pools, self.classifier)
         self.relay = Relay(config, self.metrics)
         self.sink = ObservationSink()
         self.monitor = EndpointMonitor(

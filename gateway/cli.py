@@ -183,6 +183,51 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_classifier_train(args: argparse.Namespace) -> int:
+    import time
+
+    from controllers.classifier import DEFAULT_LABELS, confusion, train
+    from gateway.classifier_store import load_labelled, save_model
+
+    texts, labels = load_labelled(args.data)
+    label_set = DEFAULT_LABELS if set(labels) <= set(DEFAULT_LABELS) else sorted(set(labels))
+    started = time.monotonic()
+    model = train(
+        texts, labels, label_set=label_set, dim=1 << args.dim_bits, epochs=args.epochs, seed=args.seed
+    )
+    _, accuracy = confusion(model, texts, labels)
+    save_model(model, args.out)
+    print(
+        f"trained on {len(texts)} examples in {time.monotonic() - started:.1f}s; "
+        f"training accuracy {accuracy:.4f}; wrote {args.out}"
+    )
+    return 0
+
+
+def cmd_classifier_eval(args: argparse.Namespace) -> int:
+    from controllers.classifier import confusion
+    from gateway.classifier_store import ClassifierLoadError, load_labelled, load_model
+
+    try:
+        model = load_model(args.model)
+    except ClassifierLoadError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    texts, labels = load_labelled(args.data)
+    unknown = sorted(set(labels) - set(model.labels))
+    if unknown:
+        print(f"labels not known to the model: {', '.join(unknown)}", file=sys.stderr)
+        return 1
+    matrix, accuracy = confusion(model, texts, labels)
+    width = max(len(x) for x in model.labels) + 2
+    print("true \\ predicted".ljust(width) + "".join(x[:9].rjust(10) for x in model.labels))
+    for name, row in zip(model.labels, matrix, strict=True):
+        print(name.ljust(width) + "".join(str(int(v)).rjust(10) for v in row))
+    print(f"examples: {len(texts)}")
+    print(f"accuracy: {accuracy:.4f}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     from backends.launcher import DEFAULT_MODEL_DIR, DEFAULT_SERVED_NAME
 
@@ -225,6 +270,22 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
     up.add_argument("--log", help="write the engine's output here")
     up.set_defaults(fn=cmd_engine_up)
+
+    from gateway.classifier_store import BUNDLED_MODEL, HELD_OUT_DATA
+
+    classifier = sub.add_parser("classifier", help="train or evaluate the route classifier")
+    cls_sub = classifier.add_subparsers(dest="classifier_command", required=True)
+    ctrain = cls_sub.add_parser("train", help="train on labelled JSONL ({label, messages|prompt} per line)")
+    ctrain.add_argument("--data", required=True)
+    ctrain.add_argument("--out", required=True, help="model file to write (.npz)")
+    ctrain.add_argument("--dim-bits", type=int, default=16, help="hash buckets = 2**DIM_BITS")
+    ctrain.add_argument("--epochs", type=int, default=6)
+    ctrain.add_argument("--seed", type=int, default=0)
+    ctrain.set_defaults(fn=cmd_classifier_train)
+    ceval = cls_sub.add_parser("eval", help="confusion table and accuracy on labelled JSONL")
+    ceval.add_argument("--data", default=str(HELD_OUT_DATA), help="default: the committed held-out set")
+    ceval.add_argument("--model", default=str(BUNDLED_MODEL), help="default: the bundled model")
+    ceval.set_defaults(fn=cmd_classifier_eval)
 
     demo = sub.add_parser("demo", help="local engine + gateway, with curl and openai examples")
     demo.add_argument("--host", default="127.0.0.1")

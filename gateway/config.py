@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = [
+    "ClassifierConfig",
     "ConfigError",
     "GatewayConfig",
     "HealthConfig",
@@ -200,6 +201,14 @@ class RoutingConfig(_Strict):
         return RouteConfig(name=name)
 
 
+class ClassifierConfig(_Strict):
+    enabled: bool = True
+    # None = the model bundled with specgate (models/route-classifier/route-classifier.npz).
+    model_path: str | None = None
+    # Below this confidence the label is withheld: rules on `classes` do not match.
+    min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     # Prompt bodies are user data: off unless an operator turns it on for debugging.
@@ -214,6 +223,7 @@ class GatewayConfig(_Strict):
     scrape: ScrapeConfig = ScrapeConfig()
     logging: LoggingConfig = LoggingConfig()
     routing: RoutingConfig = RoutingConfig()
+    classifier: ClassifierConfig = ClassifierConfig()
     pools: list[PoolConfig] = []
 
     @field_validator("pools")

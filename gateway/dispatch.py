@@ -73,8 +73,14 @@ def request_features(
 
 
 class Dispatcher:
-    def __init__(self, config: GatewayConfig, pools: PoolSet) -> None:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        pools: PoolSet,
+        classify: Callable[[Mapping[str, Any]], str | None] | None = None,
+    ) -> None:
         self._routing = config.routing
+        self._classify = classify
         self._pools = pools
         self._route_names = frozenset(config.routing.route_names())
         engine_max = max((p.speculation.max_k for p in config.pools), default=0)
@@ -91,7 +97,11 @@ class Dispatcher:
             if asked not in self._route_names:
                 raise InvalidRequest(f"unknown route '{asked}'", param=ROUTE_HEADER)
             return asked
-        return select_route(self._routing.routes, self._routing.default_route, request_features(req, tenant))
+        classify = self._classify
+        label = (lambda: classify(req.body)) if classify else None
+        return select_route(
+            self._routing.routes, self._routing.default_route, request_features(req, tenant, label)
+        )
 
     def candidate_pools(self, model: str, route: str) -> list[Pool]:
         pools = self._pools.pools_for(model)

@@ -209,3 +209,27 @@ class GatewayMetrics:
             ["pool", "endpoint"],
             registry=r,
         )
+        self.classification_seconds = Histogram(
+            "specgate_classification_seconds",
+            "Time to classify one request.",
+            buckets=(2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2),
+            registry=r,
+        )
+        self.classification_confidence = Histogram(
+            "specgate_classification_confidence",
+            "Probability the classifier gave its label.",
+            buckets=(0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0),
+            registry=r,
+        )
+        self.classifications = Counter(
+            "specgate_classifications",
+            "Classified requests by label (low_confidence: label withheld).",
+            ["label"],
+            registry=r,
+        )
+        self.classifier_errors = Counter(
+            "specgate_classifier_errors",
+            "Classifier failures (load, predict); the request goes to the default route.",
+            ["reason"],
+            registry=r,
+        )

@@ -232,3 +232,55 @@ def test_client_disconnect_non_stream_aborts_engine_request(engine: object, gate
     closed = time.monotonic()
     value, seen_at = _wait_running(url, lambda v: v == 0, 1.0)
     assert value == 0 and seen_at - closed <= 1.0
+
+
+def test_requests_are_routed_by_the_classifier(
+    engine: object, start_gateway: Callable[..., GatewayServer]
+) -> None:
+    routing = {
+        "routes": [
+            {"name": "code", "match": [{"classes": ["code", "code-edit"]}], "k": {"pin": 4}},
+            {"name": "summary", "match": [{"classes": ["summarise"]}], "k": {"pin": 0}},
+        ],
+        "default_route": "chat",
+    }
+    gw = start_gateway([engine_pool(engine)], routing=routing)  # type: ignore[arg-type]
+    code = httpx.post(
+        f"{gw.url}/v1/chat/completions",
+        json={
+            "model": MODEL,
+            "max_tokens": 4,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": "Fix the bug in this function:\n\ndef add(a, b):\n    return a - b",
+                }
+            ],
+        },
+    )
+    text = (
+        "The import system searches sys.path for modules. Each entry is a directory or a zip file. "
+        "Finders and loaders cooperate to locate the module and execute its code. "
+    ) * 3
+    summary = httpx.post(
+        f"{gw.url}/v1/chat/completions",
+        json={
+            "model": MODEL,
+            "max_tokens": 4,
+            "messages": [{"role": "user", "content": f"Summarize the following text:\n\n{text}"}],
+        },
+    )
+    chat = httpx.post(
+        f"{gw.url}/v1/chat/completions",
+        json={
+            "model": MODEL,
+            "max_tokens": 4,
+            "messages": [{"role": "user", "content": "Hi! Tell me a joke about penguins."}],
+        },
+    )
+    assert (code.headers["x-specgate-route"], code.headers["x-specgate-k"]) == ("code", "4")
+    assert (summary.headers["x-specgate-route"], summary.headers["x-specgate-k"]) == ("summary", "0")
+    assert chat.headers["x-specgate-route"] == "chat"
+    routes = [o.route for o in gw.gateway.sink.drain()]
+    assert routes == ["code", "summary", "chat"]
+    assert 'specgate_route_requests_total{route="code"} 1.0' in httpx.get(f"{gw.url}/metrics").text
