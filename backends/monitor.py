@@ -37,9 +37,7 @@ class EndpointMonitor:
         self._scrape = scrape
         self._on_snapshot = on_snapshot
         self._on_health = on_health
-        self._client = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32)
-        )
+        self._client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:

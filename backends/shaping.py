@@ -23,9 +23,7 @@ def client_k(body: dict[str, Any]) -> int | None:
         return None
     cap, malformed = read_cap(xargs, 1 << 30)
     if malformed or cap is None or cap > _MAX_K:
-        raise InvalidRequest(
-            f"'vllm_xargs.{K_KEY}' must be an integer from 0 to {_MAX_K}", param=f"vllm_xargs.{K_KEY}"
-        )
+        raise InvalidRequest(f"'vllm_xargs.{K_KEY}' must be an integer from 0 to {_MAX_K}", param=f"vllm_xargs.{K_KEY}")
     return cap
 
 

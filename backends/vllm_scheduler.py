@@ -34,9 +34,7 @@ class SchedulerAPIChanged(RuntimeError):
 def _check_api() -> None:
     method = getattr(Scheduler, "update_draft_token_ids", None)
     if method is None:
-        raise SchedulerAPIChanged(
-            "vllm Scheduler.update_draft_token_ids is gone; specgate's plugin needs updating"
-        )
+        raise SchedulerAPIChanged("vllm Scheduler.update_draft_token_ids is gone; specgate's plugin needs updating")
     params = list(inspect.signature(method).parameters)
     if params != ["self", "draft_token_ids"]:
         raise SchedulerAPIChanged(
@@ -75,9 +73,7 @@ class SpecCapScheduler(Scheduler):
             if malformed:
                 self.malformed_caps += 1
                 if self.malformed_caps in (1, 10, 100) or self.malformed_caps % 1000 == 0:
-                    log.warning(
-                        "specgate: ignored malformed num_speculative_tokens (%d so far)", self.malformed_caps
-                    )
+                    log.warning("specgate: ignored malformed num_speculative_tokens (%d so far)", self.malformed_caps)
                 continue
             if cap is not None and len(request.spec_token_ids) > cap:
                 request.spec_token_ids = request.spec_token_ids[:cap]

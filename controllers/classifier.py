@@ -193,9 +193,7 @@ def train(
     return ClassifierModel(names, w, b, shell.ngrams, shell.head_chars, shell.tail_chars)
 
 
-def confusion(
-    model: ClassifierModel, texts: Sequence[str], labels: Sequence[str]
-) -> tuple[np.ndarray, float]:
+def confusion(model: ClassifierModel, texts: Sequence[str], labels: Sequence[str]) -> tuple[np.ndarray, float]:
     """(confusion matrix rows=true, cols=predicted in model.labels order, accuracy)."""
     index = {name: i for i, name in enumerate(model.labels)}
     matrix = np.zeros((len(model.labels), len(model.labels)), dtype=np.int64)

@@ -19,6 +19,9 @@ __all__ = ["DecisionTable", "RouteDecision", "static_table"]
 class RouteDecision:
     k: int
     reason: str
+    # A share of the route's requests runs at explore_k, so acceptance above k stays known.
+    explore_k: int | None = None
+    explore_share: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,9 +36,7 @@ class PickerWeights:
 def endpoint_load(load: EndpointLoad, unknown_engine_load: float, weights: PickerWeights) -> float:
     if load.running is None:
         return max(float(load.outstanding), unknown_engine_load)
-    engine = (
-        load.running + weights.waiting * (load.waiting or 0.0) + weights.kv_usage * (load.kv_usage or 0.0)
-    )
+    engine = load.running + weights.waiting * (load.waiting or 0.0) + weights.kv_usage * (load.kv_usage or 0.0)
     return max(float(load.outstanding), load.running) + (engine - load.running)
 
 

@@ -25,8 +25,10 @@ from backends.monitor import EndpointMonitor
 from backends.pool import Endpoint, PoolSet
 from backends.vllm_metrics import EngineSnapshot, spec_delta
 from controllers.observations import Observation, ObservationSink
+from gateway.admin import admin_router
 from gateway.classify import RequestClassifier
 from gateway.config import GatewayConfig
+from gateway.control_loop import ControlLoop
 from gateway.dispatch import Dispatcher, Plan
 from gateway.errors import GatewayError, InvalidRequest, error_body
 from gateway.metrics import GatewayMetrics
@@ -96,6 +98,7 @@ class Gateway:
         self.dispatcher = Dispatcher(config, self.pools, self.classifier)
         self.relay = Relay(config, self.metrics)
         self.sink = ObservationSink()
+        self.control = ControlLoop(config, self.pools, self.sink, self.dispatcher, self.metrics)
         self.monitor = EndpointMonitor(
             self.pools,
             config.health,
@@ -134,11 +137,13 @@ class Gateway:
     @asynccontextmanager
     async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
         await self.monitor.start()
+        self.control.start()
         self.ready = True
         try:
             yield
         finally:
             self.ready = False
+            await self.control.stop()
             await self.monitor.stop()
             await self.relay.aclose()
 
@@ -163,6 +168,8 @@ class Gateway:
                 parsed, plan.pool, _upstream_headers(request, rid, stream), lambda: _wait_disconnect(request)
             )
             self.metrics.spec_requests.labels(plan.route, pool_name, str(plan.k)).inc()
+            if plan.explored:
+                self.metrics.explored_requests.labels(plan.route).inc()
             headers = {"x-specgate-route": plan.route, "x-specgate-k": str(plan.k)}
             n = parsed.body.get("n") or 1
             if isinstance(result, RelayResult):
@@ -221,9 +228,7 @@ class Gateway:
             finally:
                 self._finish(api, pool, 200, True, started, rid, endpoint=relay.endpoint.url)
 
-        return SSEResponse(
-            events(), headers, on_disconnect=lambda: self.metrics.client_disconnects.labels(api).inc()
-        )
+        return SSEResponse(events(), headers, on_disconnect=lambda: self.metrics.client_disconnects.labels(api).inc())
 
     def _finish(
         self, api: Api, pool: str, status: int, stream: bool, started: float, rid: str, endpoint: str = ""
@@ -336,5 +341,6 @@ def create_app(config: GatewayConfig) -> FastAPI:
             media_type=_JSON,
         )
 
+    app.include_router(admin_router(gw.control, config.admin_key))
     app.add_middleware(RequestIdMiddleware)
     return app

@@ -192,9 +192,7 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
     texts, labels = load_labelled(args.data)
     label_set = DEFAULT_LABELS if set(labels) <= set(DEFAULT_LABELS) else sorted(set(labels))
     started = time.monotonic()
-    model = train(
-        texts, labels, label_set=label_set, dim=1 << args.dim_bits, epochs=args.epochs, seed=args.seed
-    )
+    model = train(texts, labels, label_set=label_set, dim=1 << args.dim_bits, epochs=args.epochs, seed=args.seed)
     _, accuracy = confusion(model, texts, labels)
     save_model(model, args.out)
     print(
@@ -255,18 +253,14 @@ def _parser() -> argparse.ArgumentParser:
 
     engine = sub.add_parser("engine", help="local CPU vLLM engine for tests and the demo")
     engine_sub = engine.add_subparsers(dest="engine_command", required=True)
-    up = engine_sub.add_parser(
-        "up", help="start vLLM with the tiny model, wait until healthy, run until Ctrl-C"
-    )
+    up = engine_sub.add_parser("up", help="start vLLM with the tiny model, wait until healthy, run until Ctrl-C")
     up.add_argument("--model", default=str(DEFAULT_MODEL_DIR), help="model directory")
     up.add_argument("--served-name", default=DEFAULT_SERVED_NAME)
     up.add_argument("--host", default="127.0.0.1")
     up.add_argument("--port", type=int, default=8100)
     up.add_argument("--speculation", choices=["ngram", "none"], default="ngram")
     up.add_argument("--max-k", type=int, default=4)
-    up.add_argument(
-        "--no-plugin", action="store_true", help="without specgate's per-request k scheduler plugin"
-    )
+    up.add_argument("--no-plugin", action="store_true", help="without specgate's per-request k scheduler plugin")
     up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
     up.add_argument("--log", help="write the engine's output here")
     up.set_defaults(fn=cmd_engine_up)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 __all__ = [
     "ClassifierConfig",
     "ConfigError",
+    "ControllerConfig",
     "GatewayConfig",
     "HealthConfig",
     "KConfig",
@@ -209,6 +210,25 @@ class ClassifierConfig(_Strict):
     min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.0
 
 
+class ControllerConfig(_Strict):
+    """The adaptive k controller (docs/controller.md)."""
+
+    enabled: bool = True
+    tick_s: Annotated[float, Field(gt=0)] = 2.0
+    # Acceptance evidence loses half its weight in this time.
+    half_life_s: Annotated[float, Field(gt=0)] = 60.0
+    # Relative goodput gain a change must promise.
+    hysteresis: Annotated[float, Field(ge=0, le=1)] = 0.03
+    min_dwell_s: Annotated[float, Field(ge=0)] = 10.0
+    max_step: Annotated[int, Field(ge=1, le=16)] = 2
+    explore_share: Annotated[float, Field(ge=0, le=0.5)] = 0.03
+    stale_after_s: Annotated[float, Field(gt=0)] = 60.0
+    safe_k: Annotated[int, Field(ge=0, le=16)] = 0
+    # Step-time prior per engine kind until the online fit takes over.
+    cost_prior: Literal["gpu", "cpu"] = "gpu"
+    decision_log_size: Annotated[int, Field(ge=10, le=100_000)] = 500
+
+
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     # Prompt bodies are user data: off unless an operator turns it on for debugging.
@@ -224,6 +244,8 @@ class GatewayConfig(_Strict):
     logging: LoggingConfig = LoggingConfig()
     routing: RoutingConfig = RoutingConfig()
     classifier: ClassifierConfig = ClassifierConfig()
+    controller: ControllerConfig = ControllerConfig()
+    admin_key: str | None = None
     pools: list[PoolConfig] = []
 
     @field_validator("pools")

@@ -5,6 +5,7 @@ request -> features -> route -> decision table -> actuator (pool + per-request c
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,15 +33,14 @@ class Plan:
     cap: int | None
     # The client asked for the final usage chunk itself (else the gateway drops it after reading it).
     client_usage: bool
+    explored: bool = False
 
 
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
-        )
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
 
 
@@ -81,6 +81,7 @@ class Dispatcher:
     ) -> None:
         self._routing = config.routing
         self._classify = classify
+        self._random = random.Random().random
         self._pools = pools
         self._route_names = frozenset(config.routing.route_names())
         engine_max = max((p.speculation.max_k for p in config.pools), default=0)
@@ -99,9 +100,7 @@ class Dispatcher:
             return asked
         classify = self._classify
         label = (lambda: classify(req.body)) if classify else None
-        return select_route(
-            self._routing.routes, self._routing.default_route, request_features(req, tenant, label)
-        )
+        return select_route(self._routing.routes, self._routing.default_route, request_features(req, tenant, label))
 
     def candidate_pools(self, model: str, route: str) -> list[Pool]:
         pools = self._pools.pools_for(model)
@@ -118,10 +117,14 @@ class Dispatcher:
         route = self.choose_route(req, headers, tenant)
         pools = self.candidate_pools(req.model, route)
         asked_k = client_k(req.body)
+        explored = False
         if asked_k is not None and self._routing.allow_client_k:
             desired = asked_k
         else:
+            decision = self.table.routes.get(route)
             desired = self.table.k_for(route)
+            if decision is not None and decision.explore_k is not None and self._random() < decision.explore_share:
+                desired, explored = decision.explore_k, True
         options = [
             PoolOption(
                 p.config.speculation.max_k,
@@ -135,4 +138,6 @@ class Dispatcher:
         ask_usage = req.stream and not req.include_usage
         if shape_request(req.body, cap=act.cap, ask_usage=ask_usage):
             req.modified = True
-        return Plan(route, pool, act.applied_k, act.cap, client_usage=req.include_usage or not req.stream)
+        return Plan(
+            route, pool, act.applied_k, act.cap, client_usage=req.include_usage or not req.stream, explored=explored
+        )

@@ -233,3 +233,55 @@ class GatewayMetrics:
             ["reason"],
             registry=r,
         )
+        # The controller
+        self.route_k = Gauge("specgate_route_k", "k the decision table holds for each route.", ["route"], registry=r)
+        self.route_expected_speedup = Gauge(
+            "specgate_route_expected_speedup",
+            "Controller's expected speed-up of the route's tokens/s versus k=0.",
+            ["route"],
+            registry=r,
+        )
+        self.route_acceptance_length = Gauge(
+            "specgate_route_acceptance_length_estimate",
+            "Estimated tokens per verify step at the route's k.",
+            ["route"],
+            registry=r,
+        )
+        self.route_position_acceptance = Gauge(
+            "specgate_route_acceptance_rate_estimate",
+            "Estimated P(first i drafts accepted), by draft position.",
+            ["route", "position"],
+            registry=r,
+        )
+        self.controller_ticks = Counter("specgate_controller_ticks", "Controller ticks run.", registry=r)
+        self.controller_errors = Counter("specgate_controller_errors", "Controller ticks that failed.", registry=r)
+        self.decision_changes = Counter(
+            "specgate_controller_decision_changes",
+            "Changes of a route's k.",
+            ["route"],
+            registry=r,
+        )
+        self.decision_version = Gauge(
+            "specgate_decision_table_version",
+            "Version of the decision table in use.",
+            registry=r,
+        )
+        self.controller_paused = Gauge("specgate_controller_paused", "1 while paused.", registry=r)
+        self.kill_switch = Gauge("specgate_controller_kill_switch", "1 while k is forced to 0.", registry=r)
+        self.last_tick = Gauge(
+            "specgate_controller_last_tick_timestamp_seconds",
+            "Unix time of the last controller tick.",
+            registry=r,
+        )
+        self.cost_fit_quality = Gauge(
+            "specgate_cost_model_fit_quality",
+            "1 - relative RMS error of the step-time model.",
+            ["pool"],
+            registry=r,
+        )
+        self.explored_requests = Counter(
+            "specgate_explored_requests",
+            "Requests run at an exploration k.",
+            ["route"],
+            registry=r,
+        )

@@ -106,9 +106,7 @@ class StreamRelay:
             except httpx.TimeoutException:
                 raise _StreamFailed("stream", "upstream stream stalled", "timeout") from None
             except httpx.HTTPError as exc:
-                raise _StreamFailed(
-                    "stream", f"upstream stream broke: {type(exc).__name__}", "bad_gateway"
-                ) from None
+                raise _StreamFailed("stream", f"upstream stream broke: {type(exc).__name__}", "bad_gateway") from None
             try:
                 events = self.splitter.feed(chunk)
             except ValueError as exc:
@@ -183,9 +181,7 @@ class Relay:
             await outcome.close("client_disconnect")
         raise ClientGone()
 
-    async def _send(
-        self, req: ParsedRequest, pool: Pool, headers: dict[str, str]
-    ) -> RelayResult | StreamRelay:
+    async def _send(self, req: ParsedRequest, pool: Pool, headers: dict[str, str]) -> RelayResult | StreamRelay:
         body = orjson.dumps(req.body) if req.modified else req.raw
         tried: set[Endpoint] = set()
         last_error: GatewayError | None = None
@@ -236,9 +232,7 @@ class Relay:
                 released = True
                 endpoint.outstanding -= 1
 
-        upstream = self.client.build_request(
-            "POST", endpoint.url + _PATHS[req.api], content=body, headers=headers
-        )
+        upstream = self.client.build_request("POST", endpoint.url + _PATHS[req.api], content=body, headers=headers)
         response: httpx.Response | None = None
         try:
             try:
@@ -271,22 +265,14 @@ class Relay:
                 endpoint.eject(f"connect failed: {type(exc).__name__}")
                 raise _RetryableFailure(
                     "connect",
-                    NoHealthyEndpoint(
-                        "upstream connection failed", retry_after_s=self._config.server.retry_after_s
-                    ),
+                    NoHealthyEndpoint("upstream connection failed", retry_after_s=self._config.server.retry_after_s),
                 ) from None
             except (TimeoutError, httpx.TimeoutException):
-                raise _RetryableFailure(
-                    "timeout", UpstreamTimeout("upstream engine did not answer in time")
-                ) from None
+                raise _RetryableFailure("timeout", UpstreamTimeout("upstream engine did not answer in time")) from None
             except _EmptyStream:
-                raise _RetryableFailure(
-                    "stream", UpstreamError("upstream stream ended before any event")
-                ) from None
+                raise _RetryableFailure("stream", UpstreamError("upstream stream ended before any event")) from None
             except httpx.HTTPError as exc:
-                raise _RetryableFailure(
-                    "protocol", UpstreamError(f"upstream failed: {type(exc).__name__}")
-                ) from None
+                raise _RetryableFailure("protocol", UpstreamError(f"upstream failed: {type(exc).__name__}")) from None
             # Non-streaming: the try has succeeded once headers are in; read the body, but stop as soon
             # as the client goes away so the engine does not keep generating for nobody.
             raw = await _read_body(response)

@@ -75,9 +75,7 @@ def _check_prompt(prompt: Any) -> None:
             return
         if all(isinstance(p, list) and p and all(_is_int(t) for t in p) for p in prompt):
             return
-    raise InvalidRequest(
-        "'prompt' must be a string, an array of strings, or an array of token ids", param="prompt"
-    )
+    raise InvalidRequest("'prompt' must be a string, an array of strings, or an array of token ids", param="prompt")
 
 
 def _check_limits(body: dict[str, Any]) -> None:

@@ -64,9 +64,7 @@ def plain_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpe
     reuse = os.environ.get("SPECGATE_TEST_PLAIN_ENGINE_URL")
     if reuse:
         parts = urlsplit(reuse)
-        yield EngineSpec(
-            host=parts.hostname or "127.0.0.1", port=parts.port or 80, speculation="none", max_k=0
-        )
+        yield EngineSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80, speculation="none", max_k=0)
         return
     spec = EngineSpec(port=free_port(), speculation="none", max_k=0)
     log = tmp_path_factory.mktemp("plain-engine") / "vllm.log"
@@ -126,7 +124,9 @@ def start_gateway() -> Iterator[Callable[..., GatewayServer]]:
     started: list[GatewayServer] = []
 
     def start(pools: list[dict[str, Any]], **overrides: Any) -> GatewayServer:
-        data: dict[str, Any] = {"server": {"port": free_port()}, "pools": pools}
+        # The controller drains the observation sink each tick; tests that read the sink themselves get a
+        # tick too long to race them, and controller tests pass their own `controller` block.
+        data: dict[str, Any] = {"server": {"port": free_port()}, "pools": pools, "controller": {"tick_s": 3600}}
         for key, value in overrides.items():
             data[key] = value if key != "server" else {**data["server"], **value}
         server = GatewayServer(validate_config(data)).start()

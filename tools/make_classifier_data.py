@@ -195,9 +195,7 @@ def make_example(label: str, rng: random.Random, code: str, prose: str) -> str |
         return rng.choice(EDIT).format(code=seg, name=name)
     if label == "chat":
         return rng.choice(CHAT).format(noun=rng.choice(words), noun2=rng.choice(words), adj=rng.choice(ADJS))
-    text = " ".join(
-        paras[i] for i in sorted(rng.sample(range(len(paras)), min(len(paras), rng.randint(1, 3))))
-    )
+    text = " ".join(paras[i] for i in sorted(rng.sample(range(len(paras)), min(len(paras), rng.randint(1, 3)))))
     if label == "summarise":
         return rng.choice(SUMMARISE).format(text=text)
     if label == "extract":
@@ -225,9 +223,7 @@ def as_request(prompt: str, rng: random.Random) -> dict[str, object]:
     system = rng.choice(SYSTEMS)
     if rng.random() < 0.2:
         return {"prompt": prompt}
-    messages = ([{"role": "system", "content": system}] if system else []) + [
-        {"role": "user", "content": prompt}
-    ]
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
     return {"messages": messages}
 
 
@@ -263,9 +259,7 @@ def main() -> None:
         with (args.out / f"{name}.jsonl").open("w") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        print(
-            f"{name}: {len(rows)} examples from {len(code_docs)} code and {len(prose_docs)} prose documents"
-        )
+        print(f"{name}: {len(rows)} examples from {len(code_docs)} code and {len(prose_docs)} prose documents")
 
 
 if __name__ == "__main__":

@@ -99,9 +99,7 @@ def _direct_spec(engine: EngineSpec, body: dict[str, Any]) -> dict[str, Any]:
     return r.json()["metrics"]["speculative_decoding"]
 
 
-def test_stream_and_non_stream_observations_match_the_engine(
-    engine: EngineSpec, capped_gateway: GatewayServer
-) -> None:
+def test_stream_and_non_stream_observations_match_the_engine(engine: EngineSpec, capped_gateway: GatewayServer) -> None:
     body = {
         "model": MODEL,
         "prompt": COPY_PROMPT,
@@ -167,9 +165,7 @@ def _engine_counters(engine: EngineSpec) -> tuple[float, float, float]:
     return snap.draft_tokens or 0.0, snap.accepted_tokens or 0.0, snap.drafts or 0.0
 
 
-def test_observations_reconcile_with_scraped_counters(
-    engine: EngineSpec, capped_gateway: GatewayServer
-) -> None:
+def test_observations_reconcile_with_scraped_counters(engine: EngineSpec, capped_gateway: GatewayServer) -> None:
     before = _engine_counters(engine)
     for i in range(12):
         completion(capped_gateway, f"k{CAPS[i % len(CAPS)]}", max_tokens=30 + i, stream=bool(i % 2))
@@ -220,9 +216,7 @@ def test_pool_tiers_route_k0_to_plain_pool_and_k3_to_plugin_pool(
     assert r0.json()["choices"][0]["text"] == r3.json()["choices"][0]["text"]
 
 
-def test_client_k_override_only_when_allowed(
-    engine: EngineSpec, start_gateway: Callable[..., GatewayServer]
-) -> None:
+def test_client_k_override_only_when_allowed(engine: EngineSpec, start_gateway: Callable[..., GatewayServer]) -> None:
     strict = start_gateway([engine_pool(engine)], routing={"routes": [{"name": "default", "k": {"pin": 2}}]})
     r = completion(strict, vllm_xargs={"num_speculative_tokens": 0, "keep": "me"})
     assert r.status_code == 200 and r.headers["x-specgate-k"] == "2"

@@ -128,11 +128,7 @@ def test_any_text_gets_a_label_with_a_probability(text: str) -> None:
             "S\nc",
         ),
         (
-            {
-                "messages": [
-                    {"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "image_url"}]}
-                ]
-            },
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "image_url"}]}]},
             "x",
         ),
         ({"messages": ["bad"]}, ""),

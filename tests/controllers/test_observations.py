@@ -4,9 +4,7 @@ from controllers.observations import Observation, ObservationSink, SpecStats
 
 
 def obs(i: int) -> Observation:
-    return Observation(
-        "r", "p", "e", 2, "engine", SpecStats(4, 2, 2, (0, 2, 0)), 5, 10 + i, None, 0.9, 1.0, False
-    )
+    return Observation("r", "p", "e", 2, "engine", SpecStats(4, 2, 2, (0, 2, 0)), 5, 10 + i, None, 0.9, 1.0, False)
 
 
 def test_sink_is_bounded_and_counts_drops() -> None:

@@ -52,8 +52,7 @@ def test_train_command_writes_a_usable_model(tmp_path: Path, capsys: pytest.Capt
     data = tmp_path / "d.jsonl"
     rows = [{"label": "code", "prompt": f"def f{i}(x): return x + {i}"} for i in range(20)]
     rows += [
-        {"label": "chat", "messages": [{"role": "user", "content": f"hello friend number {i}"}]}
-        for i in range(20)
+        {"label": "chat", "messages": [{"role": "user", "content": f"hello friend number {i}"}]} for i in range(20)
     ]
     data.write_bytes(b"\n".join(orjson.dumps(r) for r in rows))
     out = tmp_path / "m.npz"
@@ -117,9 +116,7 @@ def test_classifier_routes_code_and_falls_back_when_unsure() -> None:
         "chat",
     )
     chat = parse_body(
-        orjson.dumps(
-            {"model": "m", "messages": [{"role": "user", "content": "Hi! Tell me a joke about penguins."}]}
-        ),
+        orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "Hi! Tell me a joke about penguins."}]}),
         "chat",
     )
     assert dispatcher.choose_route(code, {}) == "code"

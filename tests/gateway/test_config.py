@@ -37,11 +37,7 @@ def test_full_pool_config() -> None:
         ({"pools": [{"name": "p", "model": "m", "endpoints": ["ftp://x"]}]}, "pools.0.endpoints"),
         ({"pools": [{"name": "p", "model": "m", "endpoints": []}]}, "pools.0.endpoints"),
         (
-            {
-                "pools": [
-                    {"name": "p", "model": "m", "endpoints": ["http://a"], "speculation": {"method": "ngram"}}
-                ]
-            },
+            {"pools": [{"name": "p", "model": "m", "endpoints": ["http://a"], "speculation": {"method": "ngram"}}]},
             "pools.0.speculation",
         ),
         ({"server": {"port": 0}}, "server.port"),
@@ -57,9 +53,7 @@ def test_errors_name_their_field_path(data: dict, path: str) -> None:
 
 def test_every_error_is_reported(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
-    f.write_text(
-        "server: {port: 99999, max_body_bytes: 1}\npools: [{name: 'bad name', model: m, endpoints: [x]}]\n"
-    )
+    f.write_text("server: {port: 99999, max_body_bytes: 1}\npools: [{name: 'bad name', model: m, endpoints: [x]}]\n")
     with pytest.raises(ConfigError) as info:
         load_config(f)
     assert len(info.value.problems) == 4

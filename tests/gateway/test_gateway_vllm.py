@@ -33,9 +33,7 @@ def test_chat_non_stream_has_content_and_usage(gateway: GatewayServer) -> None:
 def test_completion_non_stream(gateway: GatewayServer) -> None:
     resp = client(gateway).completions.create(model=MODEL, prompt=PROMPT, max_tokens=20, temperature=0)
     assert resp.choices[0].text
-    assert (resp.usage is not None and resp.usage.completion_tokens == 20) or resp.choices[
-        0
-    ].finish_reason == "stop"
+    assert (resp.usage is not None and resp.usage.completion_tokens == 20) or resp.choices[0].finish_reason == "stop"
 
 
 def test_chat_stream_with_usage(gateway: GatewayServer) -> None:
@@ -117,9 +115,7 @@ def test_schema_violation_names_param(gateway: GatewayServer) -> None:
 
 def test_engine_validation_error_is_normalised(gateway: GatewayServer) -> None:
     # Too long for the engine's context: vLLM answers 400 with a numeric code; we pass a clean shape on.
-    r = httpx.post(
-        f"{gateway.url}/v1/completions", json={"model": MODEL, "prompt": "x", "max_tokens": 100000}
-    )
+    r = httpx.post(f"{gateway.url}/v1/completions", json={"model": MODEL, "prompt": "x", "max_tokens": 100000})
     assert r.status_code == 400
     err = r.json()["error"]
     assert err["message"] and (err["code"] is None or isinstance(err["code"], str))
@@ -234,9 +230,7 @@ def test_client_disconnect_non_stream_aborts_engine_request(engine: object, gate
     assert value == 0 and seen_at - closed <= 1.0
 
 
-def test_requests_are_routed_by_the_classifier(
-    engine: object, start_gateway: Callable[..., GatewayServer]
-) -> None:
+def test_requests_are_routed_by_the_classifier(engine: object, start_gateway: Callable[..., GatewayServer]) -> None:
     routing = {
         "routes": [
             {"name": "code", "match": [{"classes": ["code", "code-edit"]}], "k": {"pin": 4}},

@@ -32,9 +32,7 @@ def test_oversized_event_refused() -> None:
 
 
 @given(
-    st.lists(
-        st.binary(min_size=0, max_size=40).filter(lambda b: b"\n" not in b and b"\r" not in b), max_size=20
-    ),
+    st.lists(st.binary(min_size=0, max_size=40).filter(lambda b: b"\n" not in b and b"\r" not in b), max_size=20),
     st.data(),
 )
 def test_any_chunking_gives_same_events(payloads: list[bytes], data: st.DataObject) -> None:

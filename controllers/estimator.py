@@ -1,0 +1,108 @@
+"""Per-position draft acceptance for one (route, pool), with forgetting and honest uncertainty.
+
+Evidence comes from vLLM's per-request acceptance histogram: `hist[j]` = verify steps in which exactly j
+drafts were accepted. With N steps and A_i = steps with at least i accepted, position i (1-based) was
+*tried* A_{i-1} times (A_0 = N) and *passed* A_i times, so the conditional acceptance
+alpha_i = P(draft i accepted | drafts 1..i-1 accepted) has a Beta posterior. Positions above the k a request
+ran at get no evidence from it: unknown, not zero.
+
+    a_i = prod_{j<=i} alpha_j            (P(first i drafts all accepted))
+    E[L(k)] = 1 + sum_{i=1..k} a_i       (expected tokens per verify step, bonus token included)
+
+`expected_length(k, pessimistic=True)` uses a lower credible bound of each alpha_i, so a route with little
+data is not switched on out of optimism. Evidence decays with half-life `half_life_s` (exponential
+forgetting), so a change in the traffic is followed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["AcceptanceEstimator", "wilson_lower"]
+
+
+def wilson_lower(successes: float, trials: float, z: float) -> float:
+    """Lower end of the Wilson score interval (0 with no trials); works with fractional (decayed) counts."""
+    if trials <= 0:
+        return 0.0
+    p = min(1.0, max(0.0, successes / trials))
+    denom = 1.0 + z * z / trials
+    centre = p + z * z / (2 * trials)
+    spread = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    return max(0.0, (centre - spread) / denom)
+
+
+class AcceptanceEstimator:
+    def __init__(self, max_k: int, half_life_s: float = 60.0, z: float = 1.28) -> None:
+        if max_k < 0:
+            raise ValueError("max_k must be >= 0")
+        self.max_k = max_k
+        self.half_life_s = half_life_s
+        self.z = z
+        # index i = position (1..max_k); index 0 unused
+        self.trials = [0.0] * (max_k + 1)
+        self.passes = [0.0] * (max_k + 1)
+        self._last: float | None = None
+
+    def decay_to(self, now: float) -> None:
+        if self._last is not None and now > self._last and self.half_life_s > 0:
+            factor = 0.5 ** ((now - self._last) / self.half_life_s)
+            self.trials = [t * factor for t in self.trials]
+            self.passes = [p * factor for p in self.passes]
+        if self._last is None or now > self._last:
+            self._last = now
+
+    def observe(self, histogram: Sequence[int], k: int, now: float) -> None:
+        """Add one request's histogram; k = the cap it ran at (positions above k learn nothing)."""
+        self.decay_to(now)
+        steps = sum(histogram)
+        if steps <= 0 or k <= 0:
+            return
+        top = min(k, self.max_k, len(histogram) - 1)
+        at_least = [0] * (len(histogram) + 1)
+        for j in range(len(histogram) - 1, -1, -1):
+            at_least[j] = at_least[j + 1] + histogram[j]
+        for i in range(1, top + 1):
+            self.trials[i] += at_least[i - 1]
+            self.passes[i] += at_least[i]
+
+    def evidence(self, position: int) -> float:
+        return self.trials[position] if 1 <= position <= self.max_k else 0.0
+
+    def alpha(self, position: int, pessimistic: bool = False) -> float | None:
+        """Conditional acceptance at a position; None when there is no evidence there."""
+        t = self.evidence(position)
+        if t <= 0:
+            return None
+        s = self.passes[position]
+        return wilson_lower(s, t, self.z) if pessimistic else s / t
+
+    def expected_length(self, k: int, pessimistic: bool = True) -> float:
+        """E[L(k)]; an unknown position contributes nothing (pessimistic) or repeats the last known alpha."""
+        total = 1.0
+        chain = 1.0
+        last: float | None = None
+        for i in range(1, min(k, self.max_k) + 1):
+            a = self.alpha(i, pessimistic)
+            if a is None:
+                if pessimistic or last is None:
+                    break
+                a = last
+            chain *= a
+            total += chain
+            last = a
+        return total
+
+    def position_rates(self) -> list[float | None]:
+        """a_i (unconditional) by position 1..max_k, point estimates; None where unknown."""
+        out: list[float | None] = []
+        chain = 1.0
+        for i in range(1, self.max_k + 1):
+            a = self.alpha(i)
+            if a is None:
+                out.extend([None] * (self.max_k - i + 1))
+                break
+            chain *= a
+            out.append(chain)
+        return out

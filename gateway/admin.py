@@ -1,0 +1,188 @@
+"""Admin API (JSON): see and steer the controller.
+
+    GET    /admin/routes                      per route: k, acceptance, expected speed-up, pins, last decision
+    PUT    /admin/routes/{name}/k   {"k": 3}  pin a route's k (within its bounds)
+    DELETE /admin/routes/{name}/k             unpin
+    GET    /admin/controller                  paused, kill switch, table version, ticks
+    POST   /admin/controller/pause | resume
+    POST   /admin/controller/kill-switch      {"enabled": true|false} (default true): k = 0 everywhere
+    GET    /admin/decisions?limit=N           the decision log, newest last
+
+With `admin_key` set in the config every call needs `Authorization: Bearer <admin_key>` (else 403).
+Each change takes effect at once (a tick runs immediately) and is logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from gateway.control_loop import ControlLoop
+from gateway.errors import Forbidden, GatewayError, InvalidRequest, ModelNotFound
+
+__all__ = ["admin_router"]
+
+log = logging.getLogger("specgate.admin")
+_JSON = "application/json"
+
+
+class RouteNotFound(ModelNotFound):
+    code = "route_not_found"
+
+
+def _ok(data: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(data), status_code=status, media_type=_JSON)
+
+
+def _error(exc: GatewayError) -> Response:
+    return Response(exc.body(), status_code=exc.status, media_type=_JSON, headers=exc.headers())
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw:
+        return {}
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise InvalidRequest("body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidRequest("body must be a JSON object")
+    return data
+
+
+def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
+    router = APIRouter(prefix="/admin")
+    controller = loop.controller
+
+    def check(request: Request) -> None:
+        if admin_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        token = given[7:] if given.lower().startswith("bearer ") else ""
+        if not hmac.compare_digest(token.encode(), admin_key.encode()):
+            raise Forbidden("this call needs the admin key")
+
+    def route_or_404(name: str) -> None:
+        if name not in controller.route_names():
+            raise RouteNotFound(f"no route named '{name}'", param="name")
+
+    def controller_status() -> dict[str, Any]:
+        return {
+            "paused": controller.paused,
+            "kill_switch": controller.kill_switch,
+            "decision_table_version": loop.dispatcher.table.version,
+            "ticks": controller.ticks,
+            "last_tick_unix": loop.last_tick_at,
+            "enabled": loop.config.controller.enabled,
+            "tick_s": loop.config.controller.tick_s,
+        }
+
+    @router.get("/routes")
+    async def routes(request: Request) -> Response:
+        try:
+            check(request)
+        except GatewayError as exc:
+            return _error(exc)
+        return _ok(
+            {
+                "version": loop.dispatcher.table.version,
+                "routes": {name: controller.route_status(name) for name in controller.route_names()},
+            }
+        )
+
+    @router.put("/routes/{name}/k")
+    async def pin(name: str, request: Request) -> Response:
+        try:
+            check(request)
+            route_or_404(name)
+            body = await _json_body(request)
+            k = body.get("k")
+            if not isinstance(k, int) or isinstance(k, bool):
+                raise InvalidRequest("'k' must be an integer", param="k")
+            try:
+                controller.pin(name, k)
+            except ValueError as exc:
+                raise InvalidRequest(str(exc), param="k") from None
+        except GatewayError as exc:
+            return _error(exc)
+        loop.tick()
+        log.info("route pinned", extra={"route": name, "k": k})
+        return _ok(controller.route_status(name))
+
+    @router.delete("/routes/{name}/k")
+    async def unpin(name: str, request: Request) -> Response:
+        try:
+            check(request)
+            route_or_404(name)
+        except GatewayError as exc:
+            return _error(exc)
+        controller.pin(name, None)
+        loop.tick()
+        log.info("route unpinned", extra={"route": name})
+        return _ok(controller.route_status(name))
+
+    @router.get("/controller")
+    async def status(request: Request) -> Response:
+        try:
+            check(request)
+        except GatewayError as exc:
+            return _error(exc)
+        return _ok(controller_status())
+
+    async def set_flag(request: Request, attr: str, value: bool | None) -> Response:
+        try:
+            check(request)
+            if value is None:
+                body = await _json_body(request)
+                value = body.get("enabled", True)
+                if not isinstance(value, bool):
+                    raise InvalidRequest("'enabled' must be a boolean", param="enabled")
+        except GatewayError as exc:
+            return _error(exc)
+        setattr(controller, attr, value)
+        loop.tick()
+        log.warning("controller flag changed", extra={"flag": attr, "value": value})
+        return _ok(controller_status())
+
+    @router.post("/controller/pause")
+    async def pause(request: Request) -> Response:
+        return await set_flag(request, "paused", True)
+
+    @router.post("/controller/resume")
+    async def resume(request: Request) -> Response:
+        return await set_flag(request, "paused", False)
+
+    @router.post("/controller/kill-switch")
+    async def kill(request: Request) -> Response:
+        return await set_flag(request, "kill_switch", None)
+
+    @router.get("/decisions")
+    async def decisions(request: Request, limit: int = 100) -> Response:
+        try:
+            check(request)
+        except GatewayError as exc:
+            return _error(exc)
+        records = list(controller.log)[-max(1, min(limit, 10_000)) :]
+        return _ok(
+            [
+                {
+                    "at": r.at,
+                    "version": r.version,
+                    "route": r.route,
+                    "old_k": r.old_k,
+                    "new_k": r.new_k,
+                    "reason": r.reason,
+                    "expected_speedup": round(r.expected_speedup, 4),
+                    "inputs": dict(r.inputs),
+                }
+                for r in records
+            ]
+        )
+
+    return router

@@ -1,0 +1,152 @@
+"""Runs the controller inside the gateway: every tick, feed it the observations and pool loads,
+publish the new decision table, and export what it decided.
+
+The request path reads `Dispatcher.table` (one attribute read); this loop replaces it wholesale, so there
+is no lock between them. A failing tick is logged and counted; the last table stays in force.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from backends.pool import PoolSet
+from controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
+from controllers.decisions import DecisionTable
+from controllers.observations import ObservationSink
+from gateway.config import GatewayConfig
+from gateway.dispatch import Dispatcher
+from gateway.metrics import GatewayMetrics
+
+__all__ = ["ControlLoop", "build_controller"]
+
+log = logging.getLogger("specgate.controller")
+
+
+def _main_pool(config: GatewayConfig, route_pools: list[str] | None) -> str:
+    """The pool a route's k is optimised for: its first allowed pool that takes per-request k, else the
+    allowed pool with the largest max k."""
+    pools = [p for p in config.pools if route_pools is None or p.name in route_pools] or list(config.pools)
+    plugin = [p for p in pools if p.speculation.per_request_k]
+    chosen = plugin[0] if plugin else max(pools, key=lambda p: p.speculation.max_k)
+    return chosen.name
+
+
+def build_controller(config: GatewayConfig) -> SpeculationController:
+    c = config.controller
+    settings = ControllerSettings(
+        tick_s=c.tick_s,
+        half_life_s=c.half_life_s,
+        hysteresis=c.hysteresis,
+        min_dwell_s=c.min_dwell_s,
+        max_step=c.max_step,
+        explore_share=c.explore_share,
+        stale_after_s=c.stale_after_s,
+        safe_k=c.safe_k,
+        decision_log_size=c.decision_log_size,
+        adaptive=c.enabled,
+    )
+    routes = []
+    for name in config.routing.route_names():
+        r = config.routing.route(name)
+        routes.append(RouteSpec(name, _main_pool(config, r.pools), r.k.min, r.k.max, r.k.pin, r.tpot_slo_s))
+    if not config.pools:
+        return SpeculationController(settings, [], [], now=time.monotonic())
+    pools = [PoolSpec(p.name, p.speculation.max_k, c.cost_prior) for p in config.pools]
+    return SpeculationController(settings, routes, pools, now=time.monotonic())
+
+
+class ControlLoop:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        pools: PoolSet,
+        sink: ObservationSink,
+        dispatcher: Dispatcher,
+        metrics: GatewayMetrics,
+    ) -> None:
+        self.config = config
+        self.pools = pools
+        self.sink = sink
+        self.dispatcher = dispatcher
+        self.metrics = metrics
+        self.controller = build_controller(config)
+        self._task: asyncio.Task[None] | None = None
+        self.last_tick_at: float | None = None
+        self.publish(self.controller.table())
+
+    def start(self) -> None:
+        # Runs in static mode too: pins, the kill switch and the metrics still go through the tick.
+        self._task = asyncio.create_task(self._run(), name="controller")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.controller.tick_s)
+            try:
+                self.tick()
+            except Exception:
+                self.metrics.controller_errors.inc()
+                log.exception("controller tick failed; the last decision table stays in force")
+
+    def pool_batches(self, now: float) -> dict[str, float | None]:
+        """Mean running requests per healthy endpoint of each pool; None when no fresh scrape exists."""
+        out: dict[str, float | None] = {}
+        for pool in self.pools.pools:
+            loads = [ep.load(now, pool.stale_after_s) for ep in pool.endpoints if ep.healthy is not False]
+            fresh = [max(float(load.outstanding), load.running) for load in loads if load.running is not None]
+            out[pool.name] = (sum(fresh) / len(fresh) + 1.0) if fresh else None
+        return out
+
+    def tick(self) -> DecisionTable | None:
+        now = time.monotonic()
+        for obs in self.sink.drain():
+            self.controller.observe(obs, now)
+        table = self.controller.tick(now, self.pool_batches(now))
+        self.metrics.controller_ticks.inc()
+        self.last_tick_at = time.time()
+        self.metrics.last_tick.set(self.last_tick_at)
+        if table is not None:
+            for rec in list(self.controller.log)[-len(self.controller.route_names()) * 2 :]:
+                if rec.version == table.version:
+                    self.metrics.decision_changes.labels(rec.route).inc()
+                    log.info(
+                        "k changed",
+                        extra={
+                            "route": rec.route,
+                            "old_k": rec.old_k,
+                            "new_k": rec.new_k,
+                            "reason": rec.reason,
+                            "version": rec.version,
+                        },
+                    )
+            self.publish(table)
+        self._export()
+        return table
+
+    def publish(self, table: DecisionTable) -> None:
+        self.dispatcher.table = table
+        self.metrics.decision_version.set(table.version)
+        for name, decision in table.routes.items():
+            self.metrics.route_k.labels(name).set(decision.k)
+
+    def _export(self) -> None:
+        m = self.metrics
+        c = self.controller
+        m.controller_paused.set(1 if c.paused else 0)
+        m.kill_switch.set(1 if c.kill_switch else 0)
+        for name in c.route_names():
+            status = c.route_status(name)
+            m.route_expected_speedup.labels(name).set(status["expected_speedup"])
+            m.route_acceptance_length.labels(name).set(status["acceptance"]["expected_length_at_k"])
+            for i, rate in enumerate(status["acceptance"]["position_rates"], 1):
+                if rate is not None:
+                    m.route_position_acceptance.labels(name, str(i)).set(rate)
+        for pool in self.config.pools:
+            m.cost_fit_quality.labels(pool.name).set(c.cost_model(pool.name).fit_quality)
