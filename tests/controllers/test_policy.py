@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from controllers.policy import RouteState, evaluate, optimise
+
+
+def gpu_like(b: float, kbar: float, kmax: float) -> float:
+    # memory-bound at small batch: extra verify tokens nearly free; expensive at large batch
+    return 0.012 + 0.0001 * b + 0.00012 * b * kbar + 0.0002 * kmax
+
+
+def lengths(alpha: float, k_max: int = 4) -> tuple[float, ...]:
+    out, total, chain = [], 1.0, 1.0
+    for k in range(k_max + 1):
+        if k:
+            chain *= alpha
+            total += chain
+        out.append(total)
+    return tuple(out)
+
+
+def test_high_acceptance_low_load_speculates_fully() -> None:
+    best = optimise([RouteState("code", 1.0, 0, 4, lengths(0.85))], 4, gpu_like)
+    assert best.ks["code"] == 4 and best.speedup["code"] > 2
+
+
+def test_heavy_load_turns_speculation_off() -> None:
+    best = optimise([RouteState("chat", 1.0, 0, 4, lengths(0.5))], 512, gpu_like)
+    assert best.ks["chat"] == 0
+
+
+def test_low_acceptance_stays_low() -> None:
+    best = optimise([RouteState("chat", 1.0, 0, 4, lengths(0.05))], 64, gpu_like)
+    assert best.ks["chat"] <= 1
+
+
+def test_routes_sharing_a_pool_get_different_k() -> None:
+    routes = [RouteState("code", 0.5, 0, 4, lengths(0.9)), RouteState("chat", 0.5, 0, 4, lengths(0.1))]
+    best = optimise(routes, 48, gpu_like)
+    assert best.ks["code"] > best.ks["chat"]
+
+
+def test_bounds_are_respected() -> None:
+    best = optimise([RouteState("code", 1.0, 1, 2, lengths(0.95, 2))], 1, gpu_like)
+    assert best.ks["code"] == 2
+    best = optimise([RouteState("code", 1.0, 1, 2, lengths(0.0, 2))], 1000, gpu_like)
+    assert best.ks["code"] == 1
+
+
+def test_slo_wins_over_goodput() -> None:
+    # Speculating raises this route's throughput share but makes each step slower than its SLO allows.
+    routes = [RouteState("fast", 0.5, 0, 4, lengths(0.0), tpot_slo_s=0.05), RouteState("bulk", 0.5, 0, 4, lengths(0.6))]
+    free = optimise(routes, 300, lambda b, kb, km: 0.01 + 0.0001 * b * (1 + kb))
+    assert evaluate(routes, free.ks, 300, lambda b, kb, km: 0.01 + 0.0001 * b * (1 + kb)).slo_violation == 0
+    assert free.tpot_s["fast"] <= 0.05

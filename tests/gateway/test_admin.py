@@ -1,0 +1,66 @@
+"""Admin API on a live gateway process (no engine needed: the controller works from config)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+
+from tests.conftest import GatewayServer, free_port
+
+ROUTING = {"routes": [{"name": "code", "k": {"min": 0, "max": 3}}, {"name": "chat", "k": {"pin": 1}}]}
+
+
+def pools() -> list[dict]:
+    return [
+        {
+            "name": "p",
+            "model": "m",
+            "endpoints": [f"http://127.0.0.1:{free_port()}"],
+            "speculation": {"method": "ngram", "max_k": 4, "per_request_k": True},
+        }
+    ]
+
+
+def test_routes_pin_unpin_pause_kill(start_gateway: Callable[..., GatewayServer]) -> None:
+    gw = start_gateway(pools(), routing=ROUTING)
+    url = f"{gw.url}/admin"
+    routes = httpx.get(f"{url}/routes").json()["routes"]
+    assert set(routes) == {"code", "chat", "default"}
+    assert routes["chat"]["k"] == 1 and routes["chat"]["pinned_by"] == "config"
+    assert routes["code"]["k"] == 0 and routes["code"]["acceptance"]["position_rates"] == [None] * 4
+
+    r = httpx.put(f"{url}/routes/code/k", json={"k": 3})
+    assert r.status_code == 200 and r.json()["k"] == 3 and r.json()["pinned_by"] == "admin"
+    assert gw.gateway.dispatcher.table.k_for("code") == 3
+    assert httpx.put(f"{url}/routes/code/k", json={"k": 4}).status_code == 400  # outside bounds
+    assert httpx.put(f"{url}/routes/code/k", json={"k": "2"}).json()["error"]["param"] == "k"
+    assert httpx.put(f"{url}/routes/nope/k", json={"k": 1}).status_code == 404
+    assert httpx.put(f"{url}/routes/code/k", content=b"{bad").status_code == 400
+
+    assert httpx.post(f"{url}/controller/kill-switch").json()["kill_switch"] is True
+    assert gw.gateway.dispatcher.table.k_for("code") == 0
+    assert gw.gateway.dispatcher.table.k_for("chat") == 0
+    assert httpx.post(f"{url}/controller/kill-switch", json={"enabled": False}).json()["kill_switch"] is False
+    assert gw.gateway.dispatcher.table.k_for("code") == 3
+
+    assert httpx.delete(f"{url}/routes/code/k").json()["pinned_by"] is None
+    assert httpx.post(f"{url}/controller/pause").json()["paused"] is True
+    assert httpx.post(f"{url}/controller/resume").json()["paused"] is False
+    log = httpx.get(f"{url}/decisions").json()
+    assert [(d["route"], d["new_k"]) for d in log][:2] == [("code", 3), ("code", 0)]
+    status = httpx.get(f"{url}/controller").json()
+    assert status["decision_table_version"] == gw.gateway.dispatcher.table.version > 1
+    metrics = httpx.get(f"{gw.url}/metrics").text
+    assert 'specgate_route_k{route="chat"} 1.0' in metrics
+    assert "specgate_controller_ticks_total" in metrics
+
+
+def test_admin_key_required_when_set(start_gateway: Callable[..., GatewayServer]) -> None:
+    gw = start_gateway(pools(), routing=ROUTING, admin_key="s3cret")
+    assert httpx.get(f"{gw.url}/admin/routes").status_code == 403
+    assert httpx.get(f"{gw.url}/admin/routes", headers={"authorization": "Bearer nope"}).status_code == 403
+    ok = httpx.get(f"{gw.url}/admin/routes", headers={"authorization": "Bearer s3cret"})
+    assert ok.status_code == 200
+    assert httpx.post(f"{gw.url}/admin/controller/kill-switch").status_code == 403
+    assert gw.gateway.control.controller.kill_switch is False

@@ -1,0 +1,77 @@
+"""The live controller on real vLLM: k follows a route's acceptance down and back up."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from backends.launcher import EngineSpec
+from tests.conftest import MODEL, GatewayServer, engine_pool
+
+pytestmark = pytest.mark.slow
+
+COPY = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef add(a, b):\n"
+CONTROLLER = {
+    "tick_s": 0.5,
+    "half_life_s": 6.0,
+    "min_dwell_s": 1.0,
+    "hysteresis": 0.02,
+    "stale_after_s": 120,
+    "cost_prior": "cpu",
+    "explore_share": 0.1,
+}
+
+
+def body(kind: str, rng: random.Random) -> dict[str, Any]:
+    if kind == "copy":
+        return {"model": MODEL, "prompt": COPY, "max_tokens": 48, "temperature": 0, "stream": True}
+    # "Chat at high temperature": sampled text the n-gram drafter cannot predict.
+    words = " ".join(rng.choice(["tea", "moon", "river", "quiet", "seven", "blue"]) for _ in range(12))
+    return {
+        "model": MODEL,
+        "prompt": words,
+        "max_tokens": 48,
+        "temperature": 2.0,
+        "top_p": 1.0,
+        "seed": rng.randint(0, 10**6),
+        "stream": True,
+    }
+
+
+async def traffic(gw: GatewayServer, kind: str, until: Callable[[int], bool], budget_s: float) -> int:
+    rng = random.Random(11)
+    deadline = time.monotonic() + budget_s
+    async with httpx.AsyncClient(timeout=60) as http:
+        while time.monotonic() < deadline:
+
+            async def one() -> None:
+                async with http.stream("POST", f"{gw.url}/v1/completions", json=body(kind, rng)) as r:
+                    assert r.status_code == 200
+                    async for _ in r.aiter_raw():
+                        pass
+
+            await asyncio.gather(*(one() for _ in range(4)))
+            k = (await http.get(f"{gw.url}/admin/routes")).json()["routes"]["default"]["k"]
+            if until(k):
+                return k
+    return (await httpx.AsyncClient().get(f"{gw.url}/admin/routes")).json()["routes"]["default"]["k"]
+
+
+def test_k_drops_when_acceptance_collapses_and_recovers(
+    engine: EngineSpec, start_gateway: Callable[..., GatewayServer]
+) -> None:
+    gw = start_gateway([engine_pool(engine)], controller=CONTROLLER)
+    high = asyncio.run(traffic(gw, "copy", lambda k: k >= 2, 90))
+    assert high >= 2, "copy-heavy traffic should turn speculation on"
+    low = asyncio.run(traffic(gw, "random", lambda k: k == 0, 90))
+    assert low == 0, "unpredictable traffic should turn speculation off"
+    again = asyncio.run(traffic(gw, "copy", lambda k: k >= 2, 90))
+    assert again >= 2, "speculation should come back when acceptance recovers"
+    reasons = [d["reason"] for d in httpx.get(f"{gw.url}/admin/decisions").json()]
+    assert any(r.startswith("goodput") for r in reasons)
