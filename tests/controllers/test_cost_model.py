@@ -8,7 +8,7 @@ from controllers.cost_model import StepCostModel, StepSample
 
 
 def true_step(b: float, kbar: float, kmax: float) -> float:
-    return 0.010 + 0.0003 * b + 0.0002 * b * kbar + 0.001 * kmax
+    return 0.010 + 0.0002 * b * (1 + kbar) + 0.001 * kmax
 
 
 def test_fit_recovers_the_step_time_surface() -> None:
