@@ -93,6 +93,22 @@ class _RouteRuntime:
     admin_pin: int | None = None
 
 
+def _with_undrafted_steps(obs: Observation) -> tuple[int, ...]:
+    """The acceptance histogram plus the decode steps in which the drafter proposed nothing.
+
+    vLLM's histogram counts only steps that carried drafts. An n-gram drafter proposes nothing when the text
+    does not repeat itself, and such a step yields one token: for the expected tokens per step it is a step
+    with 0 drafts accepted. Without this, unpredictable traffic would leave no evidence at all and the last
+    (good) estimate would stand for ever.
+    """
+    spec = obs.spec
+    assert spec is not None
+    hist = list(spec.histogram) or [0] * (obs.k_applied + 1)
+    decode_steps = obs.completion_tokens - 1 - spec.accepted_tokens
+    hist[0] += max(0, decode_steps - spec.verify_steps)
+    return tuple(hist)
+
+
 @dataclass
 class SpeculationController:
     settings: ControllerSettings
@@ -162,14 +178,16 @@ class SpeculationController:
         half = 0.5 ** (self.settings.tick_s / self.settings.half_life_s) if self.settings.half_life_s else 0
         rt.weight = rt.weight * half + max(1, obs.completion_tokens)
         spec = obs.spec
-        if spec is not None and spec.histogram:
-            self.estimator(obs.route, obs.pool).observe(spec.histogram, obs.k_applied, now)
+        if spec is not None and obs.k_applied > 0:
+            self.estimator(obs.route, obs.pool).observe(_with_undrafted_steps(obs), obs.k_applied, now)
         steps = obs.completion_tokens - 1 - (spec.accepted_tokens if spec else 0)
-        if obs.decode_s and steps > 0 and (spec is not None or obs.k_applied == 0):
-            # The step time depends on the whole batch's drafts, not this request's: use the pool's mix.
-            kbar, kmax = self._pool_mix(obs.pool)
-            sample = StepSample(obs.batch_at_dispatch + 1, kbar, kmax, obs.decode_s / steps)
-            self._cost[obs.pool].update(sample)
+        if steps > 0 and (spec is not None or obs.k_applied == 0):
+            # End-to-end time over all steps (prefill as one) when known; it includes queueing, which errs on
+            # the side of caution. The step time depends on the whole batch's drafts: use the pool's mix.
+            step_s = obs.e2e_s / (steps + 1) if obs.e2e_s else (obs.decode_s / steps if obs.decode_s else None)
+            if step_s:
+                kbar, kmax = self._pool_mix(obs.pool)
+                self._cost[obs.pool].update(StepSample(obs.batch_at_dispatch + 1, kbar, kmax, step_s))
 
     def _pool_mix(self, pool: str) -> tuple[float, float]:
         members = [rt for rt in self._routes.values() if rt.spec.pool == pool and rt.weight > 0]

@@ -43,6 +43,9 @@ class Observation:
     stream: bool
     # tokens per streamed chunk, when source == "chunks"
     tokens_per_chunk: float | None = None
+    # From dispatch to the last token: unlike first-to-last chunk, not distorted when the engine merges
+    # queued outputs into fewer chunks under load.
+    e2e_s: float | None = None
 
     @property
     def tpot_s(self) -> float | None:

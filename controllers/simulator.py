@@ -117,6 +117,7 @@ class Policy(Protocol):
 class _Req:
     route: str
     arrived: float
+    admitted: float
     target: int
     k: int
     dispatch_batch: int
@@ -187,7 +188,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             arrived, route = waiting.popleft()
             target = 1 + int(rng.expovariate(1.0 / routes[route].mean_output))
             k = min(scenario.max_k, max(0, policy.k_for(route, now, len(running), rng)))
-            running.append(_Req(route, arrived, target, k, len(running), hist=[0] * (k + 1)))
+            running.append(_Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1)))
         if not running:
             now = arrivals[0][0] if arrivals else scenario.duration_s
             continue
@@ -240,7 +241,19 @@ def _finish(r: _Req, now: float, policy: Policy, routes: Mapping[str, RouteScena
     spec = SpecStats(r.k * steps, accepted, steps, tuple(r.hist) if r.k else ())
     policy.on_finish(
         Observation(
-            r.route, "sim", "sim", r.k, "engine", spec, 0, r.tokens, None, decode or None, float(r.dispatch_batch), True
+            r.route,
+            "sim",
+            "sim",
+            r.k,
+            "engine",
+            spec,
+            0,
+            r.tokens,
+            None,
+            decode or None,
+            float(r.dispatch_batch),
+            True,
+            e2e_s=now - r.admitted,
         ),
         now,
     )

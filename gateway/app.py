@@ -181,6 +181,7 @@ class Gateway:
                     result.batch_at_dispatch,
                     expose_metrics=self.config.server.expose_engine_metrics,
                     n=n,
+                    e2e_s=time.monotonic() - started,
                 )
                 if obs is not None and status == 200:
                     self.record(obs)

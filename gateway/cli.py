@@ -312,6 +312,20 @@ def _print_table(rows: list[dict]) -> None:
         print("| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in cols) + " |")
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from gateway.loadgen import PHASES, Phase, run_bench
+
+    phases = tuple(Phase(p.name, args.phase_seconds or p.seconds, p.concurrency, p.code_share) for p in PHASES)
+    report = run_bench(args.engine, args.model, args.max_k, Path(args.out) if args.out else None, phases)
+    print("| policy | " + " | ".join(p.name for p in phases) + " | whole run |")
+    print("|---|" + "---|" * (len(phases) + 1))
+    for policy, rows in report["policies"].items():
+        cells = [f"{rows[p.name]['mean_tpot_ms']} ms ({rows[p.name]['requests']} req)" for p in phases]
+        print(f"| {policy} | " + " | ".join(cells) + f" | {report['verdict']['overall_mean_tpot_ms'][policy]} ms |")
+    print("adaptive / best static per phase:", report["verdict"]["adaptive_over_best_static_tpot_per_phase"])
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     from backends.launcher import DEFAULT_MODEL_DIR, DEFAULT_SERVED_NAME
 
@@ -372,6 +386,14 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--policy", action="append", help="run only these (repeatable); default: all")
     sim.add_argument("--out", help="folder for sim-results.json and sim-k-traces.json")
     sim.set_defaults(fn=cmd_sim)
+
+    bench = sub.add_parser("bench", help="phased load through a gateway on a real engine: adaptive vs static k")
+    bench.add_argument("--engine", required=True, help="vLLM base URL (started with the scheduler plugin)")
+    bench.add_argument("--model", default=DEFAULT_SERVED_NAME, help="the engine's served model name")
+    bench.add_argument("--max-k", type=int, default=4)
+    bench.add_argument("--phase-seconds", type=float, help="override each phase's length")
+    bench.add_argument("--out", help="JSON result file")
+    bench.set_defaults(fn=cmd_bench)
 
     demo = sub.add_parser("demo", help="local engine + gateway, with curl and openai examples")
     demo.add_argument("--host", default="127.0.0.1")

@@ -22,7 +22,7 @@ __all__ = ["StreamObserver", "observe_body"]
 
 
 def observe_body(
-    body: bytes, plan: Plan, endpoint: str, batch: float, *, expose_metrics: bool, n: int
+    body: bytes, plan: Plan, endpoint: str, batch: float, *, expose_metrics: bool, n: int, e2e_s: float | None = None
 ) -> tuple[bytes, Observation | None]:
     try:
         obj = orjson.loads(body)
@@ -48,6 +48,7 @@ def observe_body(
         decode_s=None,
         batch_at_dispatch=batch,
         stream=False,
+        e2e_s=e2e_s,
     )
     return body, obs
 
@@ -133,4 +134,5 @@ class StreamObserver:
             batch_at_dispatch=self.batch,
             stream=True,
             tokens_per_chunk=per_chunk,
+            e2e_s=(self.last_at - self.started) if self.last_at else None,
         )

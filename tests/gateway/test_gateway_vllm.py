@@ -200,17 +200,23 @@ def _wait_running(url: str, predicate: Callable[[float], bool], timeout: float) 
 def test_client_disconnect_mid_stream_aborts_engine_request(engine: object, gateway: GatewayServer) -> None:
     url = engine.url  # type: ignore[attr-defined]
     body = {"model": MODEL, "prompt": "import", "max_tokens": 1900, "ignore_eos": True, "stream": True}
-    with (
-        httpx.Client(timeout=30) as http,
-        http.stream("POST", f"{gateway.url}/v1/completions", json=body) as r,
-    ):
-        assert r.status_code == 200
-        it = r.iter_raw()
-        next(it)
-        assert _wait_running(url, lambda v: v >= 1, 5)[0] >= 1
-    closed = time.monotonic()
-    value, seen_at = _wait_running(url, lambda v: v == 0, 1.0)
-    assert value == 0 and seen_at - closed <= 1.0
+    # On a loaded machine vLLM may finish a request before the test sees it running (it merges queued
+    # outputs); then there is nothing to abort, so try again with a fresh request.
+    for _ in range(3):
+        with (
+            httpx.Client(timeout=30) as http,
+            http.stream("POST", f"{gateway.url}/v1/completions", json=body) as r,
+        ):
+            assert r.status_code == 200
+            running, _ = _wait_running(url, lambda v: v >= 1, 5)
+            if running < 1:
+                continue
+            next(r.iter_raw())
+        closed = time.monotonic()
+        value, seen_at = _wait_running(url, lambda v: v == 0, 1.0)
+        assert value == 0 and seen_at - closed <= 1.0
+        return
+    pytest.fail("never saw the streamed request running on the engine")
 
 
 def test_client_disconnect_non_stream_aborts_engine_request(engine: object, gateway: GatewayServer) -> None:
