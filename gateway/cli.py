@@ -326,6 +326,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboards(args: argparse.Namespace) -> int:
+    from dashboards.build import build_all, check
+
+    if args.action == "build":
+        for path in build_all():
+            print(f"wrote {path}")
+        return 0
+    problems = check()
+    for line in problems:
+        print(line)
+    print("dashboards: ok" if not problems else f"dashboards: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     from backends.launcher import DEFAULT_MODEL_DIR, DEFAULT_SERVED_NAME
 
@@ -394,6 +408,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--phase-seconds", type=float, help="override each phase's length")
     bench.add_argument("--out", help="JSON result file")
     bench.set_defaults(fn=cmd_bench)
+
+    dash = sub.add_parser("dashboards", help="build the Grafana dashboards, or check the committed ones")
+    dash.add_argument("action", choices=["build", "check"])
+    dash.set_defaults(fn=cmd_dashboards)
 
     demo = sub.add_parser("demo", help="local engine + gateway, with curl and openai examples")
     demo.add_argument("--host", default="127.0.0.1")

@@ -1,0 +1,378 @@
+"""Grafana dashboards as code: plain dicts, written as JSON, with a check mode for CI.
+
+`specgate dashboards build` writes `dashboards/json/*.json`; `specgate dashboards check` fails when the
+committed JSON differs from what this code builds, or when a query names a metric that neither specgate nor
+vLLM exports. Every dashboard has a `datasource` variable (type datasource) and its panels use
+`${datasource}`, so file provisioning works (no `__inputs`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DASHBOARDS", "VLLM_METRICS", "build_all", "check", "known_metrics", "query_metrics"]
+
+OUT = Path(__file__).resolve().parent / "json"
+DS = {"type": "prometheus", "uid": "${datasource}"}
+
+# vLLM's own series the dashboards read (see shared design notes: vllm-facts.md).
+VLLM_METRICS = {
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+    "vllm:inter_token_latency_seconds_bucket",
+}
+
+
+def _panel(
+    pid: int,
+    title: str,
+    exprs: list[tuple[str, str]],
+    x: int,
+    y: int,
+    unit: str = "short",
+    w: int = 12,
+    h: int = 8,
+    description: str = "",
+) -> dict[str, Any]:
+    return {
+        "id": pid,
+        "type": "timeseries",
+        "title": title,
+        "description": description,
+        "datasource": DS,
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [
+            {"refId": chr(65 + i), "datasource": DS, "expr": e, "legendFormat": legend}
+            for i, (e, legend) in enumerate(exprs)
+        ],
+    }
+
+
+def _quantile(q: float, metric: str, by: str = "le, pool") -> str:
+    return f"histogram_quantile({q}, sum by ({by}) (rate({metric}[$__rate_interval])))"
+
+
+def _dashboard(uid: str, title: str, panels: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "uid": uid,
+        "title": title,
+        "tags": ["specgate"],
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "30s",
+        "templating": {
+            "list": [
+                {
+                    "name": "datasource",
+                    "type": "datasource",
+                    "query": "prometheus",
+                    "label": "Data source",
+                    "current": {},
+                    "hide": 0,
+                }
+            ]
+        },
+        "panels": panels,
+    }
+
+
+def gateway_overview() -> dict[str, Any]:
+    r = "[$__rate_interval]"
+    return _dashboard(
+        "specgate-overview",
+        "specgate / Gateway overview",
+        [
+            _panel(
+                1,
+                "Requests/s by route",
+                [(f"sum by (route) (rate(specgate_route_requests_total{r}))", "{{route}}")],
+                0,
+                0,
+                "reqps",
+            ),
+            _panel(
+                2,
+                "Responses/s by status",
+                [(f"sum by (status) (rate(specgate_requests_total{r}))", "{{status}}")],
+                12,
+                0,
+                "reqps",
+            ),
+            _panel(
+                3,
+                "Request latency p50 / p99 by pool",
+                [
+                    (
+                        _quantile(0.5, "specgate_request_duration_seconds_bucket"),
+                        "p50 {{pool}}",
+                    ),
+                    (
+                        _quantile(0.99, "specgate_request_duration_seconds_bucket"),
+                        "p99 {{pool}}",
+                    ),
+                ],
+                0,
+                8,
+                "s",
+            ),
+            _panel(
+                4,
+                "Time to first token p50 / p99",
+                [
+                    (
+                        _quantile(0.5, "specgate_time_to_first_token_seconds_bucket"),
+                        "p50 {{pool}}",
+                    ),
+                    (
+                        _quantile(0.99, "specgate_time_to_first_token_seconds_bucket"),
+                        "p99 {{pool}}",
+                    ),
+                ],
+                12,
+                8,
+                "s",
+            ),
+            _panel(
+                5,
+                "Upstream errors and retries",
+                [
+                    (f"sum by (reason) (rate(specgate_upstream_errors_total{r}))", "error {{reason}}"),
+                    (f"sum(rate(specgate_upstream_retries_total{r}))", "retries"),
+                ],
+                0,
+                16,
+                "ops",
+            ),
+            _panel(
+                6,
+                "In flight / client disconnects",
+                [
+                    ("sum by (api) (specgate_requests_in_flight)", "in flight {{api}}"),
+                    (f"sum(rate(specgate_client_disconnects_total{r}))", "disconnects/s"),
+                ],
+                12,
+                16,
+            ),
+        ],
+    )
+
+
+def speculation_control() -> dict[str, Any]:
+    r = "[$__rate_interval]"
+    return _dashboard(
+        "specgate-speculation",
+        "specgate / Speculation control",
+        [
+            _panel(
+                1,
+                "k per route",
+                [("specgate_route_k", "{{route}}")],
+                0,
+                0,
+                description="The k the decision table holds; 0 = speculation off.",
+            ),
+            _panel(
+                2,
+                "Measured acceptance length per route",
+                [
+                    (
+                        f"1 + sum by (route) (rate(specgate_spec_accepted_tokens_total{r})) / "
+                        f"(sum by (route) (rate(specgate_spec_verify_steps_total{r})) > 0)",
+                        "{{route}}",
+                    ),
+                ],
+                12,
+                0,
+                description="Tokens per verify step, from vLLM's per-request metrics.",
+            ),
+            _panel(
+                3,
+                "Estimated acceptance by draft position",
+                [
+                    ("specgate_route_acceptance_rate_estimate", "{{route}} pos {{position}}"),
+                ],
+                0,
+                8,
+                "percentunit",
+            ),
+            _panel(
+                4,
+                "Expected vs measured speed-up",
+                [
+                    ("specgate_route_expected_speedup", "expected {{route}}"),
+                    ("specgate_route_acceptance_length_estimate", "est. tokens/step {{route}}"),
+                ],
+                12,
+                8,
+            ),
+            _panel(
+                5,
+                "Decision changes and ticks",
+                [
+                    (f"sum by (route) (increase(specgate_controller_decision_changes_total{r}))", "changes {{route}}"),
+                    (f"rate(specgate_controller_ticks_total{r})", "ticks/s"),
+                ],
+                0,
+                16,
+            ),
+            _panel(
+                6,
+                "Controller state",
+                [
+                    ("specgate_controller_paused", "paused"),
+                    ("specgate_controller_kill_switch", "kill switch"),
+                    ("specgate_decision_table_version", "table version"),
+                    ("time() - specgate_controller_last_tick_timestamp_seconds", "seconds since last tick"),
+                ],
+                12,
+                16,
+            ),
+            _panel(
+                7,
+                "Requests by applied k",
+                [(f"sum by (k) (rate(specgate_spec_requests_total{r}))", "k={{k}}")],
+                0,
+                24,
+                "reqps",
+            ),
+            _panel(
+                8,
+                "Step-time model fit quality",
+                [("specgate_cost_model_fit_quality", "{{pool}}")],
+                12,
+                24,
+                "percentunit",
+            ),
+        ],
+    )
+
+
+def pools() -> dict[str, Any]:
+    r = "[$__rate_interval]"
+    return _dashboard(
+        "specgate-pools",
+        "specgate / Pools",
+        [
+            _panel(1, "Running requests per endpoint", [("vllm:num_requests_running", "{{instance}}")], 0, 0),
+            _panel(2, "Waiting requests per endpoint", [("vllm:num_requests_waiting", "{{instance}}")], 12, 0),
+            _panel(3, "KV cache use", [("vllm:kv_cache_usage_perc", "{{instance}}")], 0, 8, "percentunit"),
+            _panel(
+                4,
+                "Engine acceptance length (vLLM counters)",
+                [
+                    (
+                        f"1 + sum by (instance) (rate(vllm:spec_decode_num_accepted_tokens_total{r})) / "
+                        f"(sum by (instance) (rate(vllm:spec_decode_num_drafts_total{r})) > 0)",
+                        "{{instance}}",
+                    ),
+                ],
+                12,
+                8,
+            ),
+            _panel(
+                5,
+                "Engine acceptance by draft position",
+                [
+                    (
+                        f"sum by (position) (rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{r}))"
+                        " / ignoring(position) "
+                        f"group_left sum(rate(vllm:spec_decode_num_drafts_total{r}))",
+                        "pos {{position}}",
+                    ),
+                ],
+                0,
+                16,
+                "percentunit",
+            ),
+            _panel(
+                6,
+                "Endpoint health and outstanding requests (gateway view)",
+                [
+                    ("specgate_endpoint_healthy", "healthy {{endpoint}}"),
+                    ("specgate_endpoint_outstanding_requests", "outstanding {{endpoint}}"),
+                ],
+                12,
+                16,
+            ),
+            _panel(
+                7,
+                "Inter-token latency p50 / p99 (engine)",
+                [
+                    (f"histogram_quantile(0.5, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket{r})))", "p50"),
+                    (
+                        f"histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket{r})))",
+                        "p99",
+                    ),
+                ],
+                0,
+                24,
+                "s",
+            ),
+        ],
+    )
+
+
+DASHBOARDS = {"gateway-overview": gateway_overview, "speculation-control": speculation_control, "pools": pools}
+
+_METRIC = re.compile(r"\b(specgate_[a-z0-9_]+|vllm:[a-z0-9_:]+)")
+
+
+def query_metrics(dashboard: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            names.update(_METRIC.findall(target["expr"]))
+    return names
+
+
+def known_metrics() -> set[str]:
+    """Every series name specgate exports (with histogram/counter suffixes) plus the vLLM series used."""
+    from gateway.metrics import GatewayMetrics
+
+    names: set[str] = set(VLLM_METRICS)
+    for family in GatewayMetrics().registry.collect():
+        names.add(family.name)
+        if family.type == "counter":
+            names.add(family.name + "_total")
+        if family.type == "histogram":
+            names.update(family.name + s for s in ("_bucket", "_sum", "_count"))
+    return names
+
+
+def _render(dashboard: dict[str, Any]) -> str:
+    return json.dumps(dashboard, indent=2, sort_keys=True) + "\n"
+
+
+def build_all(out: Path = OUT) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, fn in DASHBOARDS.items():
+        path = out / f"{name}.json"
+        path.write_text(_render(fn()))
+        written.append(path)
+    return written
+
+
+def check(out: Path = OUT) -> list[str]:
+    """Problems (empty when all is well): stale or missing JSON, unknown metrics in queries."""
+    problems = []
+    known = known_metrics()
+    for name, fn in DASHBOARDS.items():
+        dashboard = fn()
+        path = out / f"{name}.json"
+        if not path.exists() or path.read_text() != _render(dashboard):
+            problems.append(f"{path}: stale or missing; run `specgate dashboards build`")
+        for metric in sorted(query_metrics(dashboard) - known):
+            problems.append(f"{name}: query names unknown metric {metric}")
+    return problems
