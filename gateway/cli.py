@@ -314,9 +314,14 @@ def _print_table(rows: list[dict]) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from gateway.loadgen import PHASES, Phase, run_bench
+    from gateway.logs import setup_logging
 
+    setup_logging("warning")
     phases = tuple(Phase(p.name, args.phase_seconds or p.seconds, p.concurrency, p.code_share) for p in PHASES)
-    report = run_bench(args.engine, args.model, args.max_k, Path(args.out) if args.out else None, phases)
+    policies = args.policy or ["static-k0", f"static-k{args.max_k}", "adaptive"]
+    report = run_bench(
+        args.engine, args.model, args.max_k, Path(args.out) if args.out else None, phases, policies=policies
+    )
     print("| policy | " + " | ".join(p.name for p in phases) + " | whole run |")
     print("|---|" + "---|" * (len(phases) + 1))
     for policy, rows in report["policies"].items():
@@ -407,6 +412,12 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--max-k", type=int, default=4)
     bench.add_argument("--phase-seconds", type=float, help="override each phase's length")
     bench.add_argument("--out", help="JSON result file")
+    bench.add_argument(
+        "--policy",
+        action="append",
+        choices=["static-k0", "static-k4", "adaptive"],
+        help="policies in the order to run (repeatable; default: static-k0, static-kMAX, adaptive)",
+    )
     bench.set_defaults(fn=cmd_bench)
 
     dash = sub.add_parser("dashboards", help="build the Grafana dashboards, or check the committed ones")

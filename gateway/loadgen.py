@@ -176,8 +176,10 @@ def run_bench(
     phases: tuple[Phase, ...] = PHASES,
     port: int = 18000,
     tokens_per_request: int = 64,
+    policies: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Runs every phase for static-k0, static-kmax and adaptive; returns (and writes) the results."""
+    """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order); returns
+    (and writes) the results."""
     server, thread = _start_gateway(engine_url, served_model, max_k, port)
     url = f"http://127.0.0.1:{port}"
     report: dict[str, Any] = {
@@ -187,7 +189,7 @@ def run_bench(
         "policies": {},
     }
     try:
-        for policy in ("static-k0", f"static-k{max_k}", "adaptive"):
+        for policy in policies or ["static-k0", f"static-k{max_k}", "adaptive"]:
             with httpx.Client(timeout=10) as admin:
                 for route in ("code", "chat"):
                     if policy == "adaptive":

@@ -1,0 +1,129 @@
+"""Drift detection on a route's draft acceptance. Pure: windows of counts in, alert state out.
+
+Each verified draft position is a Bernoulli trial. Trials are gathered into windows of at least
+`min_trials`. The first `baseline_windows` windows learn the baseline rate p0 and the dispersion factor
+phi (real traffic is overdispersed: requests are correlated, so the binomial variance is too small). Each
+later window gives z = (p - p0) / sqrt(phi * p0 (1 - p0) / n), and two detectors watch for a *drop*:
+
+- CUSUM (shift of about one standard error or more): S = max(0, S - z - k), alarm when S > h;
+- EWMA (slow drift): e = lam * z + (1 - lam) * e, alarm when e < -L * sqrt(lam / (2 - lam)).
+
+An alert fires only after `confirm` consecutive alarming windows, or when the rate stays below the route's
+break-even acceptance (where speculation stops paying) for `confirm` windows. It resolves after `confirm`
+consecutive windows back near the baseline (z > -1) and above break-even; the detectors then restart.
+
+False alarms over many routes: the CUSUM threshold grows with the log of the number of routes watched
+(h = h0 + ln(routes)), which keeps the family-wise false-alarm rate about that of one route at h0; together
+with the minimum window size and the confirmation, this is measured in bench/drift_eval.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["DriftDetector", "DriftSettings", "DriftUpdate"]
+
+State = Literal["learning", "ok", "firing"]
+
+
+@dataclass(frozen=True, slots=True)
+class DriftSettings:
+    min_trials: int = 200
+    baseline_windows: int = 30
+    cusum_k: float = 0.5
+    cusum_h: float = 8.0
+    ewma_lambda: float = 0.1
+    ewma_l: float = 3.5
+    confirm: int = 2
+    routes: int = 1
+
+    @property
+    def h(self) -> float:
+        return self.cusum_h + math.log(max(1, self.routes))
+
+
+@dataclass(frozen=True, slots=True)
+class DriftUpdate:
+    state: State
+    changed: bool
+    rate: float
+    z: float
+    reason: str
+
+
+@dataclass
+class DriftDetector:
+    settings: DriftSettings = field(default_factory=DriftSettings)
+    state: State = "learning"
+    p0: float | None = None
+    phi: float = 1.0
+    cusum: float = 0.0
+    ewma: float = 0.0
+    _trials: float = 0.0
+    _passes: float = 0.0
+    _baseline: list[tuple[float, float]] = field(default_factory=list)
+    _alarm_run: int = 0
+    _below_run: int = 0
+    _ok_run: int = 0
+    reason: str = ""
+
+    def add(self, trials: float, passes: float, break_even: float | None = None) -> DriftUpdate | None:
+        """Add counts; returns an update each time a window closes, else None."""
+        self._trials += trials
+        self._passes += passes
+        if self._trials < self.settings.min_trials:
+            return None
+        n, s = self._trials, self._passes
+        self._trials = self._passes = 0.0
+        return self._window(n, min(s, n) / n, break_even)
+
+    def _learn(self, n: float, p: float) -> DriftUpdate:
+        self._baseline.append((n, p))
+        if len(self._baseline) >= self.settings.baseline_windows:
+            total = sum(w for w, _ in self._baseline)
+            self.p0 = min(0.999, max(0.001, sum(w * q for w, q in self._baseline) / total))
+            ratios = [(q - self.p0) ** 2 / (self.p0 * (1 - self.p0) / w) for w, q in self._baseline]
+            # An upper confidence bound of the dispersion, not the point estimate: a variance estimated from
+            # B windows is uncertain by about sqrt(2 / (B - 1)), and underestimating it means false alarms.
+            b = len(ratios)
+            self.phi = max(1.0, sum(ratios) / max(1, b - 1)) * (1 + 2 * math.sqrt(2 / max(1, b - 1)))
+            self.state = "ok"
+            return DriftUpdate("ok", True, p, 0.0, f"baseline learned: p0={self.p0:.3f}, dispersion {self.phi:.2f}")
+        return DriftUpdate("learning", False, p, 0.0, "learning the baseline")
+
+    def _window(self, n: float, p: float, break_even: float | None) -> DriftUpdate:
+        if self.p0 is None:
+            return self._learn(n, p)
+        s = self.settings
+        z = (p - self.p0) / math.sqrt(self.phi * self.p0 * (1 - self.p0) / n)
+        self.cusum = max(0.0, self.cusum - z - s.cusum_k)
+        self.ewma = s.ewma_lambda * z + (1 - s.ewma_lambda) * self.ewma
+        ewma_limit = -s.ewma_l * math.sqrt(s.ewma_lambda / (2 - s.ewma_lambda))
+        alarm = self.cusum > s.h or self.ewma < ewma_limit
+        below = break_even is not None and p < break_even
+        self._alarm_run = self._alarm_run + 1 if alarm else 0
+        self._below_run = self._below_run + 1 if below else 0
+        recovered = z > -1.0 and not below
+        self._ok_run = self._ok_run + 1 if recovered else 0
+        if self.state != "firing":
+            if self._below_run >= s.confirm:
+                return self._fire(p, z, f"acceptance {p:.3f} below break-even {break_even:.3f}")
+            if self._alarm_run >= s.confirm:
+                which = "CUSUM" if self.cusum > s.h else "EWMA"
+                return self._fire(p, z, f"{which}: acceptance {p:.3f} vs baseline {self.p0:.3f} (z={z:.1f})")
+            return DriftUpdate(self.state, False, p, z, "")
+        if self._ok_run >= s.confirm:
+            self.state = "ok"
+            self.cusum = self.ewma = 0.0
+            self._alarm_run = self._below_run = 0
+            self.reason = f"recovered: acceptance {p:.3f} vs baseline {self.p0:.3f}"
+            return DriftUpdate("ok", True, p, z, self.reason)
+        return DriftUpdate("firing", False, p, z, self.reason)
+
+    def _fire(self, p: float, z: float, reason: str) -> DriftUpdate:
+        self.state = "firing"
+        self._ok_run = 0
+        self.reason = reason
+        return DriftUpdate("firing", True, p, z, reason)
