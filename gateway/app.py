@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -191,7 +192,8 @@ class Gateway:
         except GatewayError as exc:
             status = exc.status
             return _error_response(exc)
-        except ClientGone:
+        except (ClientGone, ClientDisconnect):
+            # ClientDisconnect: the client left while its body was still being read.
             status = 499
             self.metrics.client_disconnects.labels(api).inc()
             return Response(status_code=499)

@@ -106,7 +106,10 @@ async def _phase(url: str, phase: Phase, seed: int, tokens_per_request: int, mod
         async with httpx.AsyncClient(timeout=120) as http:
             while time.monotonic() < deadline:
                 route = "code" if wrng.random() < phase.code_share else "chat"
-                res = await _one(http, url, route, rng, model, tokens_per_request)
+                try:
+                    res = await _one(http, url, route, rng, model, tokens_per_request)
+                except httpx.HTTPError as exc:
+                    res = {"error": type(exc).__name__}
                 if res is not None:
                     results.append(res)
 

@@ -64,3 +64,23 @@ def test_admin_key_required_when_set(start_gateway: Callable[..., GatewayServer]
     assert ok.status_code == 200
     assert httpx.post(f"{gw.url}/admin/controller/kill-switch").status_code == 403
     assert gw.gateway.control.controller.kill_switch is False
+
+
+def test_client_leaving_while_sending_its_body_is_not_a_server_error(
+    start_gateway: Callable[..., GatewayServer],
+) -> None:
+    import socket
+    import time
+
+    gw = start_gateway(pools(), routing=ROUTING)
+    host, port = gw.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as s:
+        s.sendall(
+            b"POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b'content-length: 1000\r\n\r\n{"model": "m", '
+        )
+        time.sleep(0.2)
+    time.sleep(0.3)
+    metrics = httpx.get(f"{gw.url}/metrics").text
+    assert 'status="499"' in metrics
+    assert 'status="500"' not in metrics
