@@ -97,6 +97,12 @@ class SpeculationConfig(_Strict):
         return self
 
 
+def _check_unique(kind: str, names: list[str]) -> None:
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{kind} names must be unique; repeated: {', '.join(dupes)}")
+
+
 def _check_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -185,10 +191,7 @@ class RoutingConfig(_Strict):
     @field_validator("routes")
     @classmethod
     def _unique(cls, routes: list[RouteConfig]) -> list[RouteConfig]:
-        names = [r.name for r in routes]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"route names must be unique; repeated: {', '.join(dupes)}")
+        _check_unique("route", [r.name for r in routes])
         return routes
 
     def route_names(self) -> list[str]:
@@ -251,10 +254,7 @@ class GatewayConfig(_Strict):
     @field_validator("pools")
     @classmethod
     def _unique_names(cls, pools: list[PoolConfig]) -> list[PoolConfig]:
-        names = [p.name for p in pools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
+        _check_unique("pool", [p.name for p in pools])
         return pools
 
     @model_validator(mode="after")

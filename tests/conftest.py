@@ -29,19 +29,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
-    """A real vLLM server: tiny model, ngram speculation (max k 4), specgate's scheduler plugin.
-
-    SPECGATE_TEST_ENGINE_URL=http://127.0.0.1:8100 reuses one started by `specgate engine up`
-    (same flags) to save the start-up time while developing; CI always starts its own.
-    """
-    reuse = os.environ.get("SPECGATE_TEST_ENGINE_URL")
+def _engine_fixture(tmp_path_factory: pytest.TempPathFactory, reuse_env: str, **spec_args: Any) -> Iterator[EngineSpec]:
+    """Start a real vLLM server for the session, or reuse the one at $reuse_env (same flags) while developing."""
+    reuse = os.environ.get(reuse_env)
     if reuse:
         parts = urlsplit(reuse)
-        yield EngineSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80)
+        yield EngineSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80, **spec_args)
         return
-    spec = EngineSpec(port=free_port())
+    spec = EngineSpec(port=free_port(), **spec_args)
     log = tmp_path_factory.mktemp("engine") / "vllm.log"
     proc = EngineProcess(spec, log)
     proc.start()
@@ -56,28 +51,22 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
 
 
 @pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
+    """A real vLLM server: tiny model, ngram speculation (max k 4), specgate's scheduler plugin.
+
+    SPECGATE_TEST_ENGINE_URL=http://127.0.0.1:8100 reuses one started by `specgate engine up`;
+    CI always starts its own.
+    """
+    yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_ENGINE_URL")
+
+
+@pytest.fixture(scope="session")
 def plain_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
     """A second real vLLM server, without speculation (pool tiers).
 
     SPECGATE_TEST_PLAIN_ENGINE_URL reuses one started with `specgate engine up --speculation none`.
     """
-    reuse = os.environ.get("SPECGATE_TEST_PLAIN_ENGINE_URL")
-    if reuse:
-        parts = urlsplit(reuse)
-        yield EngineSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80, speculation="none", max_k=0)
-        return
-    spec = EngineSpec(port=free_port(), speculation="none", max_k=0)
-    log = tmp_path_factory.mktemp("plain-engine") / "vllm.log"
-    proc = EngineProcess(spec, log)
-    proc.start()
-    try:
-        proc.wait_healthy(420)
-    except Exception:
-        proc.stop()
-        print(Path(log).read_text()[-5000:])
-        raise
-    yield spec
-    proc.stop()
+    yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_PLAIN_ENGINE_URL", speculation="none", max_k=0)
 
 
 class GatewayServer:
