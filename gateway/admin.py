@@ -9,7 +9,8 @@
     GET    /admin/decisions?limit=N           the decision log, newest last
 
 With `admin_key` set in the config every call needs `Authorization: Bearer <admin_key>` (else 403).
-Each change takes effect at once (a tick runs immediately) and is logged.
+Each change takes effect at once (a tick runs immediately) and is logged. Handlers raise GatewayError; the
+app's one handler for it (gateway/app.py) answers in the OpenAI error shape.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from gateway.control_loop import ControlLoop
-from gateway.errors import Forbidden, GatewayError, InvalidRequest, ModelNotFound
+from gateway.errors import Forbidden, InvalidRequest, ModelNotFound
 
 __all__ = ["admin_router"]
 
@@ -37,10 +38,6 @@ class RouteNotFound(ModelNotFound):
 
 def _ok(data: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(data), status_code=status, media_type=_JSON)
-
-
-def _error(exc: GatewayError) -> Response:
-    return Response(exc.body(), status_code=exc.status, media_type=_JSON, headers=exc.headers())
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -85,10 +82,7 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
 
     @router.get("/routes")
     async def routes(request: Request) -> Response:
-        try:
-            check(request)
-        except GatewayError as exc:
-            return _error(exc)
+        check(request)
         return _ok(
             {
                 "version": loop.dispatcher.table.version,
@@ -98,30 +92,24 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
 
     @router.put("/routes/{name}/k")
     async def pin(name: str, request: Request) -> Response:
+        check(request)
+        route_or_404(name)
+        body = await _json_body(request)
+        k = body.get("k")
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise InvalidRequest("'k' must be an integer", param="k")
         try:
-            check(request)
-            route_or_404(name)
-            body = await _json_body(request)
-            k = body.get("k")
-            if not isinstance(k, int) or isinstance(k, bool):
-                raise InvalidRequest("'k' must be an integer", param="k")
-            try:
-                controller.pin(name, k)
-            except ValueError as exc:
-                raise InvalidRequest(str(exc), param="k") from None
-        except GatewayError as exc:
-            return _error(exc)
+            controller.pin(name, k)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc), param="k") from None
         loop.tick()
         log.info("route pinned", extra={"route": name, "k": k})
         return _ok(controller.route_status(name))
 
     @router.delete("/routes/{name}/k")
     async def unpin(name: str, request: Request) -> Response:
-        try:
-            check(request)
-            route_or_404(name)
-        except GatewayError as exc:
-            return _error(exc)
+        check(request)
+        route_or_404(name)
         controller.pin(name, None)
         loop.tick()
         log.info("route unpinned", extra={"route": name})
@@ -129,22 +117,16 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
 
     @router.get("/controller")
     async def status(request: Request) -> Response:
-        try:
-            check(request)
-        except GatewayError as exc:
-            return _error(exc)
+        check(request)
         return _ok(controller_status())
 
     async def set_flag(request: Request, attr: str, value: bool | None) -> Response:
-        try:
-            check(request)
-            if value is None:
-                body = await _json_body(request)
-                value = body.get("enabled", True)
-                if not isinstance(value, bool):
-                    raise InvalidRequest("'enabled' must be a boolean", param="enabled")
-        except GatewayError as exc:
-            return _error(exc)
+        check(request)
+        if value is None:
+            body = await _json_body(request)
+            value = body.get("enabled", True)
+            if not isinstance(value, bool):
+                raise InvalidRequest("'enabled' must be a boolean", param="enabled")
         setattr(controller, attr, value)
         loop.tick()
         log.warning("controller flag changed", extra={"flag": attr, "value": value})
@@ -164,10 +146,7 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
 
     @router.get("/decisions")
     async def decisions(request: Request, limit: int = 100) -> Response:
-        try:
-            check(request)
-        except GatewayError as exc:
-            return _error(exc)
+        check(request)
         records = list(controller.log)[-max(1, min(limit, 10_000)) :]
         return _ok(
             [

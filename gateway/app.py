@@ -325,6 +325,10 @@ def create_app(config: GatewayConfig) -> FastAPI:
     async def metrics() -> Response:
         return gw.metrics_response()
 
+    @app.exception_handler(GatewayError)
+    async def gateway_error(_request: Request, exc: GatewayError) -> Response:
+        return _error_response(exc)
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
