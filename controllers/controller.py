@@ -28,7 +28,7 @@ from controllers.cost_model import StepCostModel, StepSample
 from controllers.decisions import DecisionTable, RouteDecision
 from controllers.estimator import AcceptanceEstimator
 from controllers.observations import Observation
-from controllers.policy import Assignment, RouteState, evaluate, optimise
+from controllers.policy import Assignment, RouteState, break_even_acceptance, evaluate, optimise
 
 __all__ = ["ControllerSettings", "DecisionRecord", "PoolSpec", "RouteSpec", "SpeculationController"]
 
@@ -93,7 +93,7 @@ class _RouteRuntime:
     admin_pin: int | None = None
 
 
-def _with_undrafted_steps(obs: Observation) -> tuple[int, ...]:
+def with_undrafted_steps(obs: Observation) -> tuple[int, ...]:
     """The acceptance histogram plus the decode steps in which the drafter proposed nothing.
 
     vLLM's histogram counts only steps that carried drafts. An n-gram drafter proposes nothing when the text
@@ -142,6 +142,7 @@ class SpeculationController:
         self._static = {name: rt.k for name, rt in self._routes.items()}
         self._estimators = {}
         self._cost = {p.name: StepCostModel(p.prior) for p in self.pools}
+        self._last_batch: dict[str, float] = {}
         self._explore = {}
         self.log = deque(maxlen=self.settings.decision_log_size)
         self._refresh_explore()
@@ -179,7 +180,7 @@ class SpeculationController:
         rt.weight = rt.weight * half + max(1, obs.completion_tokens)
         spec = obs.spec
         if spec is not None and obs.k_applied > 0:
-            self.estimator(obs.route, obs.pool).observe(_with_undrafted_steps(obs), obs.k_applied, now)
+            self.estimator(obs.route, obs.pool).observe(with_undrafted_steps(obs), obs.k_applied, now)
         steps = obs.completion_tokens - 1 - (spec.accepted_tokens if spec else 0)
         if steps > 0 and (spec is not None or obs.k_applied == 0):
             # End-to-end time over all steps (prefill as one) when known; it includes queueing, which errs on
@@ -259,6 +260,7 @@ class SpeculationController:
             k_lo, k_hi = (f[0], f[0]) if f else (self._k_min(rt.spec), self._k_max(rt.spec))
             states.append(RouteState(rt.spec.name, rt.weight or 1e-6, k_lo, k_hi, lengths, rt.spec.tpot_slo_s))
         b = max(1.0, batch or 1.0)
+        self._last_batch[pool.name] = b
         current = {rt.spec.name: min(max(rt.k, st.k_min), st.k_max) for rt, st in zip(members, states, strict=True)}
         now_eval = evaluate(states, current, b, cost.predict)
         best = optimise(states, b, cost.predict, start=current)
@@ -347,6 +349,19 @@ class SpeculationController:
             for name, rt in self._routes.items()
         }
         return DecisionTable(self.version, MappingProxyType(routes), fallback_k=self.settings.safe_k)
+
+    def break_even(self, name: str) -> float | None:
+        """Per-position acceptance below which the route's speculation (at its current k, or its largest when
+        off) stops paying at the pool's last batch size, if the whole batch ran like it. None without k."""
+        rt = self._routes.get(name)
+        if rt is None:
+            return None
+        k = rt.k or self._k_max(rt.spec)
+        if k <= 0:
+            return None
+        cost = self._cost[rt.spec.pool]
+        b = self._last_batch.get(rt.spec.pool, 1.0)
+        return break_even_acceptance(k, cost.predict(b, float(k), float(k)) / cost.predict(b, 0.0, 0.0))
 
     def route_status(self, name: str) -> dict[str, Any]:
         rt = self._routes[name]

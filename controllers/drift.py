@@ -9,7 +9,8 @@ later window gives z = (p - p0) / sqrt(phi * p0 (1 - p0) / n), and two detectors
 - EWMA (slow drift): e = lam * z + (1 - lam) * e, alarm when e < -L * sqrt(lam / (2 - lam)).
 
 An alert fires only after `confirm` consecutive alarming windows, or when the rate stays below the route's
-break-even acceptance (where speculation stops paying) for `confirm` windows. It resolves after `confirm`
+break-even acceptance (where speculation stops paying) for `confirm` windows, for a route whose baseline was
+above it (a route that never paid is not drifting; the controller simply keeps it off). It resolves after `confirm`
 consecutive windows back near the baseline (z > -1) and above break-even; the detectors then restart.
 
 False alarms over many routes: the CUSUM threshold grows with the log of the number of routes watched
@@ -20,10 +21,10 @@ with the minimum window size and the confirmation, this is measured in bench/dri
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-__all__ = ["DriftDetector", "DriftSettings", "DriftUpdate"]
+__all__ = ["DriftDetector", "DriftEvent", "DriftMonitor", "DriftSettings", "DriftUpdate", "position_trials"]
 
 State = Literal["learning", "ok", "firing"]
 
@@ -102,7 +103,7 @@ class DriftDetector:
         self.ewma = s.ewma_lambda * z + (1 - s.ewma_lambda) * self.ewma
         ewma_limit = -s.ewma_l * math.sqrt(s.ewma_lambda / (2 - s.ewma_lambda))
         alarm = self.cusum > s.h or self.ewma < ewma_limit
-        below = break_even is not None and p < break_even
+        below = break_even is not None and p < break_even < self.p0
         self._alarm_run = self._alarm_run + 1 if alarm else 0
         self._below_run = self._below_run + 1 if below else 0
         recovered = z > -1.0 and not below
@@ -127,3 +128,55 @@ class DriftDetector:
         self._ok_run = 0
         self.reason = reason
         return DriftUpdate("firing", True, p, z, reason)
+
+
+def position_trials(histogram: tuple[int, ...] | list[int], k: int) -> tuple[int, int]:
+    """(trials, passes) over draft positions 1..k from an acceptance histogram (index j = steps that accepted
+    j drafts): position i is tried in every step whose first i - 1 drafts passed."""
+    top = min(k, len(histogram) - 1)
+    if top <= 0:
+        return 0, 0
+    at_least = [0] * (len(histogram) + 1)
+    for j in range(len(histogram) - 1, -1, -1):
+        at_least[j] = at_least[j + 1] + histogram[j]
+    trials = sum(at_least[i - 1] for i in range(1, top + 1))
+    passes = sum(at_least[i] for i in range(1, top + 1))
+    return trials, passes
+
+
+@dataclass(frozen=True, slots=True)
+class DriftEvent:
+    """A route's alert state changed (firing or resolved), with what the detector saw."""
+
+    route: str
+    state: State
+    rate: float
+    baseline: float | None
+    z: float
+    reason: str
+
+
+class DriftMonitor:
+    """One detector per route; the CUSUM threshold accounts for how many routes are watched."""
+
+    def __init__(self, routes: list[str], settings: DriftSettings | None = None) -> None:
+        self.settings = replace(settings or DriftSettings(), routes=max(1, len(routes)))
+        self.detectors = {r: DriftDetector(self.settings) for r in routes}
+        self.last_rate: dict[str, float] = {}
+
+    def add(self, route: str, trials: float, passes: float, break_even: float | None = None) -> DriftEvent | None:
+        """Counts for a route; an event when its alert starts firing or resolves, else None."""
+        det = self.detectors.get(route)
+        if det is None or trials <= 0:
+            return None
+        before = det.state
+        update = det.add(trials, passes, break_even)
+        if update is None:
+            return None
+        self.last_rate[route] = update.rate
+        if update.changed and (update.state == "firing" or before == "firing"):
+            return DriftEvent(route, update.state, update.rate, det.p0, update.z, update.reason)
+        return None
+
+    def state(self, route: str) -> State:
+        return self.detectors[route].state

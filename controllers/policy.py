@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Assignment", "RouteState", "evaluate", "optimise"]
+__all__ = ["Assignment", "RouteState", "break_even_acceptance", "evaluate", "optimise"]
 
 StepTime = Callable[[float, float, float], float]
 
@@ -93,3 +93,21 @@ def optimise(
         if not changed:
             break
     return best
+
+
+def break_even_acceptance(k: int, cost_ratio: float) -> float:
+    """The per-position acceptance a at which k drafts stop paying: 1 + a + ... + a^k = cost_ratio, where
+    cost_ratio = T(k) / T(0) is what a step with k drafts costs relative to a plain one. 0 when drafts are
+    free, 1 when even perfect acceptance cannot pay for them."""
+    if k <= 0 or cost_ratio <= 1.0:
+        return 0.0
+    if cost_ratio >= k + 1:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if sum(mid**i for i in range(k + 1)) < cost_ratio:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2

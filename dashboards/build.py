@@ -254,6 +254,34 @@ def speculation_control() -> dict[str, Any]:
                 24,
                 "percentunit",
             ),
+            _panel(
+                9,
+                "Drift: window acceptance vs baseline and break-even",
+                [
+                    ("specgate_drift_window_acceptance", "window {{route}}"),
+                    ("specgate_drift_baseline_acceptance", "baseline {{route}}"),
+                    ("specgate_route_break_even_acceptance", "break-even {{route}}"),
+                ],
+                0,
+                32,
+                "percentunit",
+                description="Acceptance over draft positions per closed drift window; alerts fire below baseline "
+                "(CUSUM/EWMA) or below break-even.",
+            ),
+            _panel(
+                10,
+                "Drift state and alert deliveries",
+                [
+                    ("specgate_drift_state", "state {{route}} (0 learning, 1 ok, 2 firing)"),
+                    (
+                        f"sum by (receiver, outcome) (increase(specgate_alert_deliveries_total{r}))",
+                        "{{receiver}} {{outcome}}",
+                    ),
+                    (f"sum by (receiver) (increase(specgate_alert_delivery_retries_total{r}))", "retries {{receiver}}"),
+                ],
+                12,
+                32,
+            ),
         ],
     )
 

@@ -27,6 +27,7 @@ from backends.pool import Endpoint, PoolSet
 from backends.vllm_metrics import EngineSnapshot, spec_delta
 from controllers.observations import Observation, ObservationSink
 from gateway.admin import admin_router
+from gateway.alerts import AlertDispatcher
 from gateway.classify import RequestClassifier
 from gateway.config import GatewayConfig
 from gateway.control_loop import ControlLoop
@@ -99,7 +100,8 @@ class Gateway:
         self.dispatcher = Dispatcher(config, self.pools, self.classifier)
         self.relay = Relay(config, self.metrics)
         self.sink = ObservationSink()
-        self.control = ControlLoop(config, self.pools, self.sink, self.dispatcher, self.metrics)
+        self.alerts = AlertDispatcher(config.alerts, self.metrics)
+        self.control = ControlLoop(config, self.pools, self.sink, self.dispatcher, self.metrics, self.alerts)
         self.monitor = EndpointMonitor(
             self.pools,
             config.health,
@@ -138,6 +140,7 @@ class Gateway:
     @asynccontextmanager
     async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
         await self.monitor.start()
+        await self.alerts.start()
         self.control.start()
         self.ready = True
         try:
@@ -145,6 +148,7 @@ class Gateway:
         finally:
             self.ready = False
             await self.control.stop()
+            await self.alerts.stop()
             await self.monitor.stop()
             await self.relay.aclose()
 

@@ -7,22 +7,28 @@ Every field has a default that works, so an empty file (or none, with `--pool`) 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 __all__ = [
+    "AlertmanagerPushConfig",
+    "AlertsConfig",
     "ClassifierConfig",
     "ConfigError",
     "ControllerConfig",
+    "DriftConfig",
     "GatewayConfig",
     "HealthConfig",
     "KConfig",
     "PoolConfig",
+    "ReceiverConfig",
     "RetryConfig",
     "RouteConfig",
     "RouteMatch",
@@ -232,6 +238,94 @@ class ControllerConfig(_Strict):
     decision_log_size: Annotated[int, Field(ge=10, le=100_000)] = 500
 
 
+def _http_url(value: str, what: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{what} must be an http(s) URL with a host, got {value!r}")
+    return value.rstrip("/")
+
+
+class ReceiverConfig(_Strict):
+    """A webhook that gets drift alerts (docs/alerts.md)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+    url: str
+    # alertmanager = Alertmanager webhook payload v4; slack = incoming-webhook text; json = one alert per body.
+    format: Literal["alertmanager", "slack", "json"] = "alertmanager"
+    # Standard Webhooks signing secret, `whsec_<base64>`; unsigned when absent.
+    secret: SecretStr | None = None
+    # Extra request headers, e.g. an Authorization header the receiver wants.
+    headers: dict[str, SecretStr] = {}
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value, "url")
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        raw = value.get_secret_value()
+        if not raw.startswith("whsec_"):
+            raise ValueError("secret must look like whsec_<base64> (Standard Webhooks)")
+        try:
+            key = base64.b64decode(raw.removeprefix("whsec_"), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("secret: the part after whsec_ is not valid base64") from None
+        if len(key) < 16:
+            raise ValueError("secret: use at least 16 random bytes")
+        return value
+
+
+class AlertmanagerPushConfig(_Strict):
+    """Also push alerts to an Alertmanager (`POST /api/v2/alerts`), re-sent while they are active."""
+
+    url: str
+    resend_s: Annotated[float, Field(gt=0)] = 60.0
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value, "url")
+
+
+class DriftConfig(_Strict):
+    """Per-route drift detection on acceptance (controllers/drift.py; docs/alerts.md)."""
+
+    enabled: bool = True
+    # Draft-position trials per window; windows learn the baseline first.
+    min_trials: Annotated[int, Field(ge=10)] = 200
+    baseline_windows: Annotated[int, Field(ge=2)] = 30
+    cusum_k: Annotated[float, Field(ge=0)] = 0.5
+    cusum_h: Annotated[float, Field(gt=0)] = 8.0
+    ewma_lambda: Annotated[float, Field(gt=0, le=1)] = 0.1
+    ewma_l: Annotated[float, Field(gt=0)] = 3.5
+    # Consecutive windows that must agree before an alert fires or resolves.
+    confirm: Annotated[int, Field(ge=1, le=20)] = 2
+
+
+class AlertsConfig(_Strict):
+    receivers: list[ReceiverConfig] = []
+    alertmanager: AlertmanagerPushConfig | None = None
+    drift: DriftConfig = DriftConfig()
+    # Per receiver: alerts waiting beyond this are dropped (and counted), never piled up.
+    queue_size: Annotated[int, Field(ge=1, le=100_000)] = 1000
+    max_attempts: Annotated[int, Field(ge=1, le=50)] = 8
+    backoff_initial_s: Annotated[float, Field(gt=0)] = 0.5
+    backoff_max_s: Annotated[float, Field(gt=0)] = 60.0
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    # Where operators reach this gateway; `externalURL` / `generatorURL` in payloads.
+    external_url: str = "http://localhost:8000"
+
+    @field_validator("receivers")
+    @classmethod
+    def _unique_receivers(cls, receivers: list[ReceiverConfig]) -> list[ReceiverConfig]:
+        _check_unique("receiver", [r.name for r in receivers])
+        return receivers
+
+
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     # Prompt bodies are user data: off unless an operator turns it on for debugging.
@@ -248,6 +342,7 @@ class GatewayConfig(_Strict):
     routing: RoutingConfig = RoutingConfig()
     classifier: ClassifierConfig = ClassifierConfig()
     controller: ControllerConfig = ControllerConfig()
+    alerts: AlertsConfig = AlertsConfig()
     admin_key: str | None = None
     pools: list[PoolConfig] = []
 

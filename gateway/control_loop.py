@@ -12,14 +12,22 @@ import logging
 import time
 
 from backends.pool import PoolSet
-from controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
+from controllers.controller import (
+    ControllerSettings,
+    PoolSpec,
+    RouteSpec,
+    SpeculationController,
+    with_undrafted_steps,
+)
 from controllers.decisions import DecisionTable
-from controllers.observations import ObservationSink
+from controllers.drift import DriftEvent, DriftMonitor, DriftSettings, position_trials
+from controllers.observations import Observation, ObservationSink
+from gateway.alerts import Alert, AlertDispatcher
 from gateway.config import GatewayConfig
 from gateway.dispatch import Dispatcher
 from gateway.metrics import GatewayMetrics
 
-__all__ = ["ControlLoop", "build_controller"]
+__all__ = ["ControlLoop", "build_controller", "build_drift_monitor"]
 
 log = logging.getLogger("specgate.controller")
 
@@ -57,6 +65,24 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
     return SpeculationController(settings, routes, pools, now=time.monotonic())
 
 
+def build_drift_monitor(config: GatewayConfig, routes: list[str]) -> DriftMonitor | None:
+    d = config.alerts.drift
+    if not d.enabled or not routes:
+        return None
+    return DriftMonitor(
+        routes,
+        DriftSettings(
+            min_trials=d.min_trials,
+            baseline_windows=d.baseline_windows,
+            cusum_k=d.cusum_k,
+            cusum_h=d.cusum_h,
+            ewma_lambda=d.ewma_lambda,
+            ewma_l=d.ewma_l,
+            confirm=d.confirm,
+        ),
+    )
+
+
 class ControlLoop:
     def __init__(
         self,
@@ -65,6 +91,7 @@ class ControlLoop:
         sink: ObservationSink,
         dispatcher: Dispatcher,
         metrics: GatewayMetrics,
+        alerts: AlertDispatcher | None = None,
     ) -> None:
         self.config = config
         self.pools = pools
@@ -72,6 +99,10 @@ class ControlLoop:
         self.dispatcher = dispatcher
         self.metrics = metrics
         self.controller = build_controller(config)
+        self.alerts = alerts
+        self.drift = build_drift_monitor(config, self.controller.route_names())
+        self._firing: dict[str, Alert] = {}
+        self._break_even: dict[str, float | None] = {}
         self._task: asyncio.Task[None] | None = None
         self.last_tick_at: float | None = None
         self.publish(self.controller.table())
@@ -108,6 +139,7 @@ class ControlLoop:
         now = time.monotonic()
         for obs in self.sink.drain():
             self.controller.observe(obs, now)
+            self._watch_drift(obs)
         table = self.controller.tick(now, self.pool_batches(now))
         self.metrics.controller_ticks.inc()
         self.last_tick_at = time.time()
@@ -130,6 +162,51 @@ class ControlLoop:
         self._export()
         return table
 
+    def _watch_drift(self, obs: Observation) -> None:
+        if self.drift is None or obs.spec is None or obs.k_applied <= 0:
+            return
+        trials, passes = position_trials(with_undrafted_steps(obs), obs.k_applied)
+        event = self.drift.add(obs.route, trials, passes, self._break_even.get(obs.route))
+        if event is not None:
+            self._raise(event)
+
+    def _raise(self, event: DriftEvent) -> None:
+        """Turn a detector's firing / recovered event into an alert for the receivers (and the log)."""
+        now = time.time()
+        baseline = "unknown" if event.baseline is None else f"{event.baseline:.3f}"
+        if event.state == "firing":
+            kind = "break_even" if "break-even" in event.reason else "shift"
+            alert = Alert(
+                "SpecgateRouteAcceptanceDrift",
+                {"route": event.route, "kind": kind, "severity": "warning", "source": "specgate"},
+                {
+                    "summary": f"Draft acceptance on route {event.route} drifted: {event.reason}",
+                    "description": (
+                        f"Acceptance {event.rate:.3f} against a baseline of {baseline}. The controller lowers k "
+                        "where speculation stops paying; check the drafter against the route's traffic."
+                    ),
+                },
+                "firing",
+                now,
+                generator_url=f"{self.config.alerts.external_url}/admin/routes/{event.route}",
+            )
+            self._firing[event.route] = alert
+        else:
+            fired = self._firing.pop(event.route, None)
+            if fired is None:
+                return
+            alert = fired.resolved(
+                now,
+                {**fired.annotations, "resolution": f"Recovered: acceptance {event.rate:.3f}, baseline {baseline}."},
+            )
+        self.metrics.alerts_fired.labels(alert.name, alert.status).inc()
+        log.warning(
+            "drift alert",
+            extra={"route": event.route, "status": alert.status, "reason": event.reason, "rate": round(event.rate, 4)},
+        )
+        if self.alerts is not None:
+            self.alerts.publish(alert)
+
     def publish(self, table: DecisionTable) -> None:
         self.dispatcher.table = table
         self.metrics.decision_version.set(table.version)
@@ -150,3 +227,14 @@ class ControlLoop:
                     m.route_position_acceptance.labels(name, str(i)).set(rate)
         for pool in self.config.pools:
             m.cost_fit_quality.labels(pool.name).set(c.cost_model(pool.name).fit_quality)
+        for name in c.route_names():
+            be = self._break_even[name] = c.break_even(name)
+            if be is not None:
+                m.break_even.labels(name).set(be)
+        if self.drift is not None:
+            for name, det in self.drift.detectors.items():
+                m.drift_state.labels(name).set({"learning": 0, "ok": 1, "firing": 2}[det.state])
+                if det.p0 is not None:
+                    m.drift_baseline.labels(name).set(det.p0)
+                if name in self.drift.last_rate:
+                    m.drift_acceptance.labels(name).set(self.drift.last_rate[name])

@@ -279,6 +279,54 @@ class GatewayMetrics:
             ["pool"],
             registry=r,
         )
+        self.drift_state = Gauge(
+            "specgate_drift_state",
+            "Drift detector state per route: 0 learning the baseline, 1 ok, 2 firing.",
+            ["route"],
+            registry=r,
+        )
+        self.drift_acceptance = Gauge(
+            "specgate_drift_window_acceptance",
+            "Draft acceptance (over positions) in the route's last closed drift window.",
+            ["route"],
+            registry=r,
+        )
+        self.drift_baseline = Gauge(
+            "specgate_drift_baseline_acceptance",
+            "The route's learned baseline acceptance.",
+            ["route"],
+            registry=r,
+        )
+        self.break_even = Gauge(
+            "specgate_route_break_even_acceptance",
+            "Per-position acceptance below which the route's speculation stops paying at the current load.",
+            ["route"],
+            registry=r,
+        )
+        self.alerts_fired = Counter(
+            "specgate_alerts",
+            "Alert state changes raised by the gateway.",
+            ["alertname", "status"],
+            registry=r,
+        )
+        self.alert_deliveries = Counter(
+            "specgate_alert_deliveries",
+            "Alert messages by receiver and outcome (delivered, rejected = 4xx, failed = gave up, dropped).",
+            ["receiver", "outcome"],
+            registry=r,
+        )
+        self.alert_retries = Counter(
+            "specgate_alert_delivery_retries",
+            "Delivery attempts after the first, per receiver.",
+            ["receiver"],
+            registry=r,
+        )
+        self.alert_queue_depth = Gauge(
+            "specgate_alert_queue_depth",
+            "Alert messages waiting per receiver.",
+            ["receiver"],
+            registry=r,
+        )
         self.explored_requests = Counter(
             "specgate_explored_requests",
             "Requests run at an exploration k.",

@@ -133,3 +133,17 @@ def test_safety_properties(steps: list[tuple[float, float, bool, bool]], k_min: 
             assert k == max(min(k_min, k_max), min(k_max, 1))
         elif "stale" not in c.route_status("r")["reason"]:
             assert abs(k - before) <= max_step
+
+
+def test_break_even_rises_with_load() -> None:
+    """Drafts are nearly free while the GPU is memory-bound and costly once it is compute-bound: the
+    acceptance a route needs to pay for speculation rises with the batch."""
+    rng = random.Random(8)
+    c = controller()
+    drive(c, [(0.8, 4, 5)], rng)
+    low = c.break_even("r")
+    drive(c, [(0.8, 400, 5)], rng)
+    high = c.break_even("r")
+    assert low is not None and high is not None
+    assert 0.0 <= low < 0.2 and 0.5 < high <= 1.0
+    assert c.break_even("unknown") is None

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import random
 
-from controllers.drift import DriftDetector, DriftSettings
+from controllers.drift import DriftDetector, DriftEvent, DriftMonitor, DriftSettings, position_trials
 
 
 def feed(d: DriftDetector, rng: random.Random, rate: float, windows: int, be: float | None = None) -> list:
@@ -40,9 +40,47 @@ def test_no_alarm_on_stable_traffic() -> None:
 def test_break_even_crossing_fires_even_without_statistical_shift() -> None:
     rng = random.Random(3)
     d = DriftDetector()
-    feed(d, rng, 0.3, 32, be=None)
-    events = feed(d, rng, 0.3, 3, be=0.5)
+    feed(d, rng, 0.53, 32, be=None)
+    # A drop of about one standard error: too small for CUSUM/EWMA in three windows, but below break-even.
+    events = feed(d, rng, 0.45, 4, be=0.5)
     assert events and events[0].state == "firing" and "break-even" in events[0].reason
+
+
+def test_a_route_that_never_paid_is_not_drifting() -> None:
+    rng = random.Random(3)
+    d = DriftDetector()
+    feed(d, rng, 0.3, 32, be=None)
+    assert feed(d, rng, 0.3, 20, be=0.5) == []
+
+
+def test_monitor_reports_only_firing_and_resolved() -> None:
+    rng = random.Random(4)
+    mon = DriftMonitor(["code", "chat"], DriftSettings(min_trials=100, baseline_windows=5))
+    assert mon.settings.routes == 2
+
+    def run(rate: float, windows: int) -> list[DriftEvent]:
+        events = []
+        for _ in range(windows):
+            trials = 150
+            ev = mon.add("code", trials, sum(rng.random() < rate for _ in range(trials)))
+            if ev:
+                events.append(ev)
+        return events
+
+    assert run(0.8, 10) == []  # learning, then ok: no event
+    fired = run(0.2, 5)
+    assert [e.state for e in fired] == ["firing"] and fired[0].baseline and fired[0].baseline > 0.7
+    assert [e.state for e in run(0.8, 5)] == ["ok"]
+    assert mon.add("unknown-route", 10, 5) is None and mon.add("chat", 0, 0) is None
+
+
+def test_position_trials_from_a_histogram() -> None:
+    # k=3: 2 steps accepted 0, 1 step accepted 1, 3 steps accepted 3.
+    hist = [2, 1, 0, 3]
+    # position 1 tried 6 times (4 passed), position 2 tried 4 (3 passed), position 3 tried 3 (3 passed)
+    assert position_trials(hist, 3) == (13, 10)
+    assert position_trials(hist, 1) == (6, 4)
+    assert position_trials([5], 0) == (0, 0)
 
 
 def test_windows_wait_for_enough_trials() -> None:

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
-from controllers.policy import RouteState, evaluate, optimise
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controllers.policy import RouteState, break_even_acceptance, evaluate, optimise
 
 
 def gpu_like(b: float, kbar: float, kmax: float) -> float:
@@ -52,3 +56,19 @@ def test_slo_wins_over_goodput() -> None:
     free = optimise(routes, 300, lambda b, kb, km: 0.01 + 0.0001 * b * (1 + kb))
     assert evaluate(routes, free.ks, 300, lambda b, kb, km: 0.01 + 0.0001 * b * (1 + kb)).slo_violation == 0
     assert free.tpot_s["fast"] <= 0.05
+
+
+@given(st.integers(1, 8), st.floats(1.0, 12.0))
+def test_break_even_acceptance_solves_the_length_equation(k: int, ratio: float) -> None:
+    a = break_even_acceptance(k, ratio)
+    assert 0.0 <= a <= 1.0
+    if 1.0 < ratio < k + 1:
+        assert sum(a**i for i in range(k + 1)) == pytest.approx(ratio, rel=1e-6)
+
+
+def test_break_even_edges() -> None:
+    assert break_even_acceptance(0, 3.0) == 0.0
+    assert break_even_acceptance(4, 0.9) == 0.0  # free drafts always pay
+    assert break_even_acceptance(2, 5.0) == 1.0  # three tokens per step at most: can never pay 5x
+    # drafts doubling the step cost need about 0.62 acceptance at k = 2 (1 + a + a^2 = 2)
+    assert break_even_acceptance(2, 2.0) == pytest.approx(0.618, abs=1e-3)
