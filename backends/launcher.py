@@ -43,6 +43,9 @@ class EngineSpec:
     kv_cache_gib: int = 1
     max_model_len: int = 2048
     python: str = sys.executable
+    # OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces): vLLM exports an `llm_request` span per
+    # request, continuing the gateway's trace from `traceparent`.
+    otlp_traces_endpoint: str | None = None
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
 
@@ -84,6 +87,8 @@ def engine_command(spec: EngineSpec) -> list[str]:
             cmd += ["--scheduler-cls", PLUGIN_CLASS]
     elif spec.speculation != "none":
         raise ValueError(f"unknown speculation {spec.speculation!r}: expected 'ngram' or 'none'")
+    if spec.otlp_traces_endpoint:
+        cmd += ["--otlp-traces-endpoint", spec.otlp_traces_endpoint]
     return cmd + list(spec.extra_args)
 
 
@@ -101,6 +106,8 @@ def engine_env(spec: EngineSpec) -> dict[str, str]:
     # The plugin is imported by vLLM's engine process: make sure it finds this checkout.
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if spec.otlp_traces_endpoint:
+        env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
     env.update(spec.env)
     return env
 

@@ -6,6 +6,7 @@ several gateways in one process.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -16,6 +17,8 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.trace import Span
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -38,6 +41,7 @@ from gateway.observe import StreamObserver, observe_body
 from gateway.relay import ClientGone, Relay, RelayResult, StreamRelay
 from gateway.requests import Api, parse_body, read_body
 from gateway.streaming import SSEResponse
+from gateway.tracing import Tracing
 
 __all__ = ["create_app"]
 
@@ -92,8 +96,9 @@ def _upstream_headers(request: Request, rid: str, stream: bool) -> dict[str, str
 class Gateway:
     """Per-app state and the request handlers that use it."""
 
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, span_exporter: SpanExporter | None = None) -> None:
         self.config = config
+        self.tracing = Tracing(config.tracing, span_exporter)
         self.metrics = GatewayMetrics()
         self.pools = PoolSet(config)
         self.classifier = RequestClassifier(config.classifier, self.metrics)
@@ -150,6 +155,7 @@ class Gateway:
             await self.control.stop()
             await self.alerts.stop()
             await self.monitor.stop()
+            await asyncio.to_thread(self.tracing.shutdown)
             await self.relay.aclose()
 
     async def generate(self, request: Request, api: Api) -> Response | SSEResponse:
@@ -160,6 +166,8 @@ class Gateway:
         status = 500
         stream = False
         handed_off = False
+        server_span = self.tracing.server_span(request.method, request.url.path, request.headers)
+        client_span = None
         try:
             raw = await read_body(
                 request.stream(), request.headers.get("content-length"), self.config.server.max_body_bytes
@@ -169,9 +177,12 @@ class Gateway:
             plan = self.dispatcher.plan(parsed, request.headers)
             self.metrics.route_requests.labels(plan.route).inc()
             pool_name = plan.pool.name
-            result = await self.relay.send(
-                parsed, plan.pool, _upstream_headers(request, rid, stream), lambda: _wait_disconnect(request)
+            client_span = self.tracing.client_span(
+                server_span, api, parsed.body, plan.route, pool_name, plan.k, plan.explored
             )
+            upstream_headers = _upstream_headers(request, rid, stream)
+            self.tracing.inject(client_span, upstream_headers)
+            result = await self.relay.send(parsed, plan.pool, upstream_headers, lambda: _wait_disconnect(request))
             self.metrics.spec_requests.labels(plan.route, pool_name, str(plan.k)).inc()
             if plan.explored:
                 self.metrics.explored_requests.labels(plan.route).inc()
@@ -190,9 +201,14 @@ class Gateway:
                 )
                 if obs is not None and status == 200:
                     self.record(obs)
+                if client_span is not None:
+                    self.tracing.end_client(client_span, result.endpoint.url, obs, _json_or_none(body))
+                    client_span = None
                 return Response(body, status_code=result.status, media_type=_JSON, headers=headers)
             handed_off = True
-            return self._stream_response(result, plan, api, rid, started, headers, n)
+            spans = (server_span, client_span)
+            client_span = None
+            return self._stream_response(result, plan, api, rid, started, headers, n, spans)
         except GatewayError as exc:
             status = exc.status
             return _error_response(exc)
@@ -203,6 +219,8 @@ class Gateway:
             return Response(status_code=499)
         finally:
             if not handed_off:
+                self.tracing.end_client(client_span, error=str(status) if status >= 400 else None)
+                self.tracing.end_server(server_span, status)
                 self._finish(api, pool_name, status, stream, started, rid)
 
     def _stream_response(
@@ -214,9 +232,16 @@ class Gateway:
         started: float,
         headers: dict[str, str],
         n: int,
+        spans: tuple[Span | None, Span | None] = (None, None),
     ) -> SSEResponse:
         pool = relay.pool.name
         self.metrics.ttft.labels(pool).observe(time.monotonic() - started)
+        seen: list[Observation] = []
+
+        def done(obs: Observation) -> None:
+            seen.append(obs)
+            self.record(obs)
+
         observer = StreamObserver(
             plan,
             relay.endpoint.url,
@@ -224,7 +249,7 @@ class Gateway:
             started,
             self.config.server.expose_engine_metrics,
             n,
-            self.record,
+            done,
             chat=api == "chat",
         )
 
@@ -233,6 +258,9 @@ class Gateway:
                 async for event in observer.relay(relay.events()):
                     yield event
             finally:
+                server_span, client_span = spans
+                self.tracing.end_client(client_span, relay.endpoint.url, seen[0] if seen else None)
+                self.tracing.end_server(server_span, 200)
                 self._finish(api, pool, 200, True, started, rid, endpoint=relay.endpoint.url)
 
         return SSEResponse(events(), headers, on_disconnect=lambda: self.metrics.client_disconnects.labels(api).inc())
@@ -293,6 +321,14 @@ class Gateway:
         return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
+def _json_or_none(body: bytes) -> dict[str, Any] | None:
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 async def _wait_disconnect(request: Request) -> None:
     while True:
         message = await request.receive()
@@ -300,8 +336,9 @@ async def _wait_disconnect(request: Request) -> None:
             return
 
 
-def create_app(config: GatewayConfig) -> FastAPI:
-    gw = Gateway(config)
+def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None) -> FastAPI:
+    """The ASGI app. `span_exporter` overrides `tracing.exporter` (tests capture spans in memory with it)."""
+    gw = Gateway(config, span_exporter)
     app = FastAPI(title="specgate", version="0.1.0", lifespan=gw.lifespan)
     app.state.gateway = gw
 

@@ -96,6 +96,7 @@ def _engine_spec(args: argparse.Namespace) -> Any:
         speculation=args.speculation,
         max_k=args.max_k,
         plugin=not args.no_plugin,
+        otlp_traces_endpoint=args.otlp_traces_endpoint,
     )
 
 
@@ -404,6 +405,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--speculation", choices=["ngram", "none"], default="ngram")
     up.add_argument("--max-k", type=int, default=4)
     up.add_argument("--no-plugin", action="store_true", help="without specgate's per-request k scheduler plugin")
+    up.add_argument(
+        "--otlp-traces-endpoint", help="OTLP/HTTP traces URL: vLLM exports a span per request (continues traceparent)"
+    )
     up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for health")
     up.add_argument("--log", help="write the engine's output here")
     up.set_defaults(fn=cmd_engine_up)

@@ -37,6 +37,7 @@ __all__ = [
     "ServerConfig",
     "SpeculationConfig",
     "TimeoutConfig",
+    "TracingConfig",
     "load_config",
     "parse_pool_flag",
 ]
@@ -326,6 +327,17 @@ class AlertsConfig(_Strict):
         return receivers
 
 
+class TracingConfig(_Strict):
+    """OpenTelemetry traces (docs/observability.md)."""
+
+    exporter: Literal["none", "console", "otlp-http", "otlp-grpc"] = "none"
+    # OTLP endpoint: the full traces URL for otlp-http, host:port (or http://host:port) for otlp-grpc.
+    endpoint: str = "http://localhost:4318/v1/traces"
+    service_name: str = "specgate"
+    # Share of new traces sampled; a sampled parent (the client's traceparent) is always followed.
+    sample_ratio: Annotated[float, Field(ge=0, le=1)] = 1.0
+
+
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     # Prompt bodies are user data: off unless an operator turns it on for debugging.
@@ -343,6 +355,7 @@ class GatewayConfig(_Strict):
     classifier: ClassifierConfig = ClassifierConfig()
     controller: ControllerConfig = ControllerConfig()
     alerts: AlertsConfig = AlertsConfig()
+    tracing: TracingConfig = TracingConfig()
     admin_key: str | None = None
     pools: list[PoolConfig] = []
 

@@ -15,10 +15,12 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 import uvicorn
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from backends.launcher import EngineProcess, EngineSpec
 from gateway.app import create_app
 from gateway.config import GatewayConfig, validate_config
+from tests.otlp_sink import OtlpSink
 
 MODEL = "specgate-tiny"
 
@@ -51,13 +53,23 @@ def _engine_fixture(tmp_path_factory: pytest.TempPathFactory, reuse_env: str, **
 
 
 @pytest.fixture(scope="session")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
-    """A real vLLM server: tiny model, ngram speculation (max k 4), specgate's scheduler plugin.
+def otlp_sink() -> Iterator[OtlpSink]:
+    """Where the session engine sends its OpenTelemetry spans (OTLP/HTTP). A reused engine must have been
+    started with `--otlp-traces-endpoint http://127.0.0.1:$SPECGATE_TEST_OTLP_PORT/v1/traces`."""
+    sink = OtlpSink(port=int(os.environ.get("SPECGATE_TEST_OTLP_PORT", "0")))
+    yield sink
+    sink.close()
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory, otlp_sink: OtlpSink) -> Iterator[EngineSpec]:
+    """A real vLLM server: tiny model, ngram speculation (max k 4), specgate's scheduler plugin, exporting its
+    traces to `otlp_sink`.
 
     SPECGATE_TEST_ENGINE_URL=http://127.0.0.1:8100 reuses one started by `specgate engine up`;
     CI always starts its own.
     """
-    yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_ENGINE_URL")
+    yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_ENGINE_URL", otlp_traces_endpoint=otlp_sink.traces_url)
 
 
 @pytest.fixture(scope="session")
@@ -70,9 +82,9 @@ def plain_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpe
 
 
 class GatewayServer:
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, span_exporter: SpanExporter | None = None) -> None:
         self.config = config
-        self.app = create_app(config)
+        self.app = create_app(config, span_exporter)
         self.server = uvicorn.Server(
             uvicorn.Config(
                 self.app,
@@ -112,13 +124,15 @@ class GatewayServer:
 def start_gateway() -> Iterator[Callable[..., GatewayServer]]:
     started: list[GatewayServer] = []
 
-    def start(pools: list[dict[str, Any]], **overrides: Any) -> GatewayServer:
+    def start(
+        pools: list[dict[str, Any]], span_exporter: SpanExporter | None = None, **overrides: Any
+    ) -> GatewayServer:
         # The controller drains the observation sink each tick; tests that read the sink themselves get a
         # tick too long to race them, and controller tests pass their own `controller` block.
         data: dict[str, Any] = {"server": {"port": free_port()}, "pools": pools, "controller": {"tick_s": 3600}}
         for key, value in overrides.items():
             data[key] = value if key != "server" else {**data["server"], **value}
-        server = GatewayServer(validate_config(data)).start()
+        server = GatewayServer(validate_config(data), span_exporter).start()
         started.append(server)
         return server
 
