@@ -100,6 +100,11 @@ class Gateway:
         self.config = config
         self.tracing = Tracing(config.tracing, span_exporter)
         self.metrics = GatewayMetrics()
+        self.metrics.init_series(
+            [p.name for p in config.pools],
+            config.routing.route_names(),
+            [r.name for r in config.alerts.receivers] + (["alertmanager"] if config.alerts.alertmanager else []),
+        )
         self.pools = PoolSet(config)
         self.classifier = RequestClassifier(config.classifier, self.metrics)
         self.dispatcher = Dispatcher(config, self.pools, self.classifier)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["TPOT_BUCKETS", "TTFT_BUCKETS", "GatewayMetrics"]
+__all__ = ["ALERT_OUTCOMES", "TPOT_BUCKETS", "TTFT_BUCKETS", "UPSTREAM_ERROR_REASONS", "GatewayMetrics"]
+
+UPSTREAM_ERROR_REASONS = ("connect", "timeout", "http_5xx", "stream", "protocol")
+ALERT_OUTCOMES = ("delivered", "rejected", "failed", "dropped")
 
 TTFT_BUCKETS = (
     0.001,
@@ -113,7 +116,7 @@ class GatewayMetrics:
         )
         self.upstream_errors = Counter(
             "specgate_upstream_errors",
-            "Failed upstream tries, by reason (connect, timeout, http_5xx, stream).",
+            "Failed upstream tries, by reason (connect, timeout, http_5xx, stream, protocol).",
             ["pool", "reason"],
             registry=r,
         )
@@ -333,3 +336,22 @@ class GatewayMetrics:
             ["route"],
             registry=r,
         )
+
+    def init_series(self, pools: list[str], routes: list[str], receivers: list[str]) -> None:
+        """Create the zero series of every label set known from the config, so dashboards and alert rules see 0
+        (not "no data") for errors, retries, disconnects and deliveries that have not happened yet."""
+        for pool in pools:
+            self.retries.labels(pool)
+            for reason in UPSTREAM_ERROR_REASONS:
+                self.upstream_errors.labels(pool, reason)
+        for api in ("chat", "completions"):
+            self.client_disconnects.labels(api)
+            self.in_flight.labels(api)
+        for route in routes:
+            self.decision_changes.labels(route)
+            self.explored_requests.labels(route)
+        for receiver in receivers:
+            self.alert_retries.labels(receiver)
+            self.alert_queue_depth.labels(receiver)
+            for outcome in ALERT_OUTCOMES:
+                self.alert_deliveries.labels(receiver, outcome)
