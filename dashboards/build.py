@@ -164,6 +164,33 @@ def gateway_overview() -> dict[str, Any]:
                 12,
                 16,
             ),
+            _panel(
+                7,
+                "Time per output token p50 / p99 by route (streams)",
+                [
+                    (_quantile(0.5, "specgate_time_per_output_token_seconds_bucket", "le, route"), "p50 {{route}}"),
+                    (_quantile(0.99, "specgate_time_per_output_token_seconds_bucket", "le, route"), "p99 {{route}}"),
+                ],
+                0,
+                24,
+                "s",
+            ),
+            _panel(
+                8,
+                "Error ratio by route (5xx)",
+                [
+                    (
+                        # `or ... * 0`: a route without any 5xx shows 0, not a gap
+                        f'(sum by (route) (rate(specgate_requests_total{{status=~"5.."}}{r})) '
+                        f"or sum by (route) (rate(specgate_requests_total{r})) * 0) "
+                        f"/ (sum by (route) (rate(specgate_requests_total{r})) > 0)",
+                        "{{route}}",
+                    )
+                ],
+                12,
+                24,
+                "percentunit",
+            ),
         ],
     )
 
@@ -211,6 +238,7 @@ def speculation_control() -> dict[str, Any]:
                 "Expected vs measured speed-up",
                 [
                     ("specgate_route_expected_speedup", "expected {{route}}"),
+                    ("specgate_route_measured_speedup", "measured {{route}}"),
                     ("specgate_route_acceptance_length_estimate", "est. tokens/step {{route}}"),
                 ],
                 12,

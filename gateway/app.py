@@ -138,6 +138,8 @@ class Gateway:
     def record(self, obs: Observation) -> None:
         m = self.metrics
         m.spec_observations.labels(obs.route, obs.pool, obs.source).inc()
+        if obs.stream and obs.decode_s and obs.completion_tokens > 1:
+            m.tpot.labels(obs.route, obs.pool).observe(obs.decode_s / (obs.completion_tokens - 1))
         if obs.spec is not None:
             m.spec_draft_tokens.labels(obs.route, obs.pool).inc(obs.spec.draft_tokens)
             m.spec_accepted_tokens.labels(obs.route, obs.pool).inc(obs.spec.accepted_tokens)
@@ -168,6 +170,7 @@ class Gateway:
         rid = request.state.request_id
         self.metrics.in_flight.labels(api).inc()
         pool_name = "none"
+        route = "none"
         status = 500
         stream = False
         handed_off = False
@@ -182,6 +185,7 @@ class Gateway:
             plan = self.dispatcher.plan(parsed, request.headers)
             self.metrics.route_requests.labels(plan.route).inc()
             pool_name = plan.pool.name
+            route = plan.route
             client_span = self.tracing.client_span(
                 server_span, api, parsed.body, plan.route, pool_name, plan.k, plan.explored
             )
@@ -226,7 +230,7 @@ class Gateway:
             if not handed_off:
                 self.tracing.end_client(client_span, error=str(status) if status >= 400 else None)
                 self.tracing.end_server(server_span, status)
-                self._finish(api, pool_name, status, stream, started, rid)
+                self._finish(api, pool_name, status, stream, started, rid, route=route)
 
     def _stream_response(
         self,
@@ -266,22 +270,31 @@ class Gateway:
                 server_span, client_span = spans
                 self.tracing.end_client(client_span, relay.endpoint.url, seen[0] if seen else None)
                 self.tracing.end_server(server_span, 200)
-                self._finish(api, pool, 200, True, started, rid, endpoint=relay.endpoint.url)
+                self._finish(api, pool, 200, True, started, rid, endpoint=relay.endpoint.url, route=plan.route)
 
         return SSEResponse(events(), headers, on_disconnect=lambda: self.metrics.client_disconnects.labels(api).inc())
 
     def _finish(
-        self, api: Api, pool: str, status: int, stream: bool, started: float, rid: str, endpoint: str = ""
+        self,
+        api: Api,
+        pool: str,
+        status: int,
+        stream: bool,
+        started: float,
+        rid: str,
+        endpoint: str = "",
+        route: str = "none",
     ) -> None:
         elapsed = time.monotonic() - started
         self.metrics.in_flight.labels(api).dec()
-        self.metrics.requests.labels(pool, api, str(status)).inc()
+        self.metrics.requests.labels(route, pool, api, str(status)).inc()
         self.metrics.request_duration.labels(pool, api, "true" if stream else "false").observe(elapsed)
         log.info(
             "request",
             extra={
                 "request_id": rid,
                 "api": api,
+                "route": route,
                 "pool": pool,
                 "endpoint": endpoint,
                 "status": status,

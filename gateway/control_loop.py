@@ -22,6 +22,7 @@ from controllers.controller import (
 from controllers.decisions import DecisionTable
 from controllers.drift import DriftEvent, DriftMonitor, DriftSettings, position_trials
 from controllers.observations import Observation, ObservationSink
+from controllers.speedup import SpeedupMeter
 from gateway.alerts import Alert, AlertDispatcher
 from gateway.config import GatewayConfig
 from gateway.dispatch import Dispatcher
@@ -103,6 +104,7 @@ class ControlLoop:
         self.drift = build_drift_monitor(config, self.controller.route_names())
         self._firing: dict[str, Alert] = {}
         self._break_even: dict[str, float | None] = {}
+        self.speedup = SpeedupMeter()
         self._task: asyncio.Task[None] | None = None
         self.last_tick_at: float | None = None
         self.publish(self.controller.table())
@@ -139,6 +141,7 @@ class ControlLoop:
         now = time.monotonic()
         for obs in self.sink.drain():
             self.controller.observe(obs, now)
+            self.speedup.add(obs.route, obs.k_applied, obs.completion_tokens, obs.e2e_s)
             self._watch_drift(obs)
         table = self.controller.tick(now, self.pool_batches(now))
         self.metrics.controller_ticks.inc()
@@ -221,6 +224,9 @@ class ControlLoop:
         for name in c.route_names():
             status = c.route_status(name)
             m.route_expected_speedup.labels(name).set(status["expected_speedup"])
+            measured = self.speedup.speedup(name)
+            if measured is not None:
+                m.route_measured_speedup.labels(name).set(measured)
             m.route_acceptance_length.labels(name).set(status["acceptance"]["expected_length_at_k"])
             for i, rate in enumerate(status["acceptance"]["position_rates"], 1):
                 if rate is not None:

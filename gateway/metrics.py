@@ -90,8 +90,8 @@ class GatewayMetrics:
         r = self.registry
         self.requests = Counter(
             "specgate_requests",
-            "Requests answered, by pool, API and HTTP status.",
-            ["pool", "api", "status"],
+            "Requests answered, by route, pool, API and HTTP status (route and pool 'none' before routing).",
+            ["route", "pool", "api", "status"],
             registry=r,
         )
         self.request_duration = Histogram(
@@ -106,6 +106,13 @@ class GatewayMetrics:
             "Time from request received to first streamed event.",
             ["pool"],
             buckets=TTFT_BUCKETS,
+            registry=r,
+        )
+        self.tpot = Histogram(
+            "specgate_time_per_output_token_seconds",
+            "Streamed requests: time between first and last token over the tokens after the first.",
+            ["route", "pool"],
+            buckets=TPOT_BUCKETS,
             registry=r,
         )
         self.in_flight = Gauge(
@@ -241,6 +248,12 @@ class GatewayMetrics:
         self.route_expected_speedup = Gauge(
             "specgate_route_expected_speedup",
             "Controller's expected speed-up of the route's tokens/s versus k=0.",
+            ["route"],
+            registry=r,
+        )
+        self.route_measured_speedup = Gauge(
+            "specgate_route_measured_speedup",
+            "Per-token time of the route's requests at k = 0 over that at k > 0 (recent requests, both sides seen).",
             ["route"],
             registry=r,
         )

@@ -178,7 +178,7 @@ def test_readyz_and_healthz(gateway: GatewayServer) -> None:
 def test_metrics_count_requests_and_latency(gateway: GatewayServer) -> None:
     client(gateway).completions.create(model=MODEL, prompt="q", max_tokens=2)
     text = httpx.get(f"{gateway.url}/metrics").text
-    assert 'specgate_requests_total{api="completions",pool="cpu",status="200"}' in text
+    assert 'specgate_requests_total{api="completions",pool="cpu",route="default",status="200"}' in text
     assert "specgate_request_duration_seconds_bucket" in text
 
 
