@@ -204,6 +204,21 @@ class SpeculationController:
             raise ValueError(f"k={k} is outside route '{route}' bounds [{rt.spec.k_min}, {rt.spec.k_max}]")
         rt.admin_pin = k
 
+    def adopt(self, table: DecisionTable, now: float) -> None:
+        """Continue from decisions another controller made (a new leader takes over from the shared table, or a
+        replica cut off from it carries on alone): the same k per route, versions that keep growing. Adopted
+        routes count as observed now, so the stale-input rule waits a full `stale_after_s` for evidence."""
+        self.version = max(self.version, table.version)
+        for name, decision in table.routes.items():
+            rt = self._routes.get(name)
+            if rt is None:
+                continue
+            rt.k = self._clamp(rt.spec, decision.k)
+            rt.reason = f"adopted: {decision.reason}"
+            rt.changed_at = now
+            if rt.last_obs_at is None:
+                rt.last_obs_at = now
+
     def route_names(self) -> list[str]:
         return list(self._routes)
 

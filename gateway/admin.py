@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import hmac
 import logging
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from controllers.decisions import DecisionTable, RouteDecision
 from gateway.control_loop import ControlLoop
 from gateway.errors import Forbidden, InvalidRequest, ModelNotFound
 
@@ -53,6 +56,12 @@ async def _json_body(request: Request) -> dict[str, Any]:
     return data
 
 
+def _all_off(table: DecisionTable) -> MappingProxyType[str, RouteDecision]:
+    return MappingProxyType(
+        {name: RouteDecision(0, "kill switch (local, until the leader's table)") for name in table.routes}
+    )
+
+
 def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
     router = APIRouter(prefix="/admin")
     controller = loop.controller
@@ -69,7 +78,11 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
         if name not in controller.route_names():
             raise RouteNotFound(f"no route named '{name}'", param="name")
 
+    def follower() -> bool:
+        return loop.replica is not None and loop.replica.role == "follower"
+
     def controller_status() -> dict[str, Any]:
+        replica = loop.replica
         return {
             "paused": controller.paused,
             "kill_switch": controller.kill_switch,
@@ -78,11 +91,28 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
             "last_tick_unix": loop.last_tick_at,
             "enabled": loop.config.controller.enabled,
             "tick_s": loop.config.controller.tick_s,
+            "replica_id": replica.store.replica_id if replica else None,
+            "role": replica.role if replica else "leader",
+            "leader": replica.leader if replica else True,
+            "lease_holder": replica.lease_holder if replica else None,
+            "state_store": replica.store.kind if replica else "memory",
+            "state_store_up": replica.store_up if replica else True,
         }
+
+    async def share(field: str, value: str | None) -> bool:
+        """Write an admin change to the shared store; then take effect here at once where this replica decides."""
+        shared = await loop.replica.write_admin(field, value) if loop.replica else True
+        if not follower():
+            loop.tick()
+        return shared
 
     @router.get("/routes")
     async def routes(request: Request) -> Response:
         check(request)
+        if follower():
+            shared = await loop.replica.shared_status()  # type: ignore[union-attr]
+            if shared is not None:
+                return _ok({"version": shared["version"], "routes": shared["routes"], "served_by": "leader-state"})
         return _ok(
             {
                 "version": loop.dispatcher.table.version,
@@ -102,18 +132,18 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
             controller.pin(name, k)
         except ValueError as exc:
             raise InvalidRequest(str(exc), param="k") from None
-        loop.tick()
-        log.info("route pinned", extra={"route": name, "k": k})
-        return _ok(controller.route_status(name))
+        shared = await share(f"pin:{name}", str(k))
+        log.info("route pinned", extra={"route": name, "k": k, "shared": shared})
+        return _ok({**controller.route_status(name), "shared": shared})
 
     @router.delete("/routes/{name}/k")
     async def unpin(name: str, request: Request) -> Response:
         check(request)
         route_or_404(name)
         controller.pin(name, None)
-        loop.tick()
-        log.info("route unpinned", extra={"route": name})
-        return _ok(controller.route_status(name))
+        shared = await share(f"pin:{name}", None)
+        log.info("route unpinned", extra={"route": name, "shared": shared})
+        return _ok({**controller.route_status(name), "shared": shared})
 
     @router.get("/controller")
     async def status(request: Request) -> Response:
@@ -128,9 +158,12 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
             if not isinstance(value, bool):
                 raise InvalidRequest("'enabled' must be a boolean", param="enabled")
         setattr(controller, attr, value)
-        loop.tick()
-        log.warning("controller flag changed", extra={"flag": attr, "value": value})
-        return _ok(controller_status())
+        shared = await share(attr, "1" if value else "0")
+        if attr == "kill_switch" and value and follower():
+            # Safety first: k = 0 here now, not only once the leader's next table arrives.
+            loop.publish(replace(loop.dispatcher.table, routes=_all_off(loop.dispatcher.table)))
+        log.warning("controller flag changed", extra={"flag": attr, "value": value, "shared": shared})
+        return _ok({**controller_status(), "shared": shared})
 
     @router.post("/controller/pause")
     async def pause(request: Request) -> Response:
@@ -147,6 +180,10 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
     @router.get("/decisions")
     async def decisions(request: Request, limit: int = 100) -> Response:
         check(request)
+        if follower():
+            shared = await loop.replica.shared_decisions(max(1, min(limit, 10_000)))  # type: ignore[union-attr]
+            if shared is not None:
+                return _ok(shared)
         records = list(controller.log)[-max(1, min(limit, 10_000)) :]
         return _ok(
             [

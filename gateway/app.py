@@ -7,6 +7,7 @@ several gateways in one process.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import time
 import uuid
@@ -31,15 +32,18 @@ from backends.vllm_metrics import EngineSnapshot, spec_delta
 from controllers.observations import Observation, ObservationSink
 from gateway.admin import admin_router
 from gateway.alerts import AlertDispatcher
+from gateway.auth import Authenticator, RateLimiter, presented_key
 from gateway.classify import RequestClassifier
 from gateway.config import GatewayConfig
 from gateway.control_loop import ControlLoop
 from gateway.dispatch import Dispatcher, Plan
-from gateway.errors import GatewayError, InvalidRequest, error_body
+from gateway.errors import GatewayError, InvalidRequest, Unauthorized, error_body
 from gateway.metrics import GatewayMetrics
 from gateway.observe import StreamObserver, observe_body
 from gateway.relay import ClientGone, Relay, RelayResult, StreamRelay
+from gateway.replica import ReplicaSync
 from gateway.requests import Api, parse_body, read_body
+from gateway.state_store import make_store
 from gateway.streaming import SSEResponse
 from gateway.tracing import Tracing
 
@@ -112,6 +116,11 @@ class Gateway:
         self.sink = ObservationSink()
         self.alerts = AlertDispatcher(config.alerts, self.metrics)
         self.control = ControlLoop(config, self.pools, self.sink, self.dispatcher, self.metrics, self.alerts)
+        self.store = make_store(config.state)
+        self.control.replica = ReplicaSync(self.control, self.store)
+        self.auth = Authenticator(config.auth, self.store, self.metrics)
+        self.limiter = RateLimiter(config.auth.tenants, self.store, self.metrics)
+        self._background: set[asyncio.Task[None]] = set()
         self.monitor = EndpointMonitor(
             self.pools,
             config.health,
@@ -135,6 +144,14 @@ class Gateway:
         if delta.reset:
             m.engine_counter_resets.labels(ep.pool, ep.url).inc()
 
+    def _charge(self, tenant: str | None, obs: Observation) -> None:
+        """Tokens count against the tenant's budget after the answer; off the request path."""
+        if tenant is None:
+            return
+        task = asyncio.create_task(self.limiter.charge(tenant, obs.prompt_tokens + obs.completion_tokens))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     def record(self, obs: Observation) -> None:
         m = self.metrics
         m.spec_observations.labels(obs.route, obs.pool, obs.source).inc()
@@ -151,6 +168,7 @@ class Gateway:
 
     @asynccontextmanager
     async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
+        await self.store.start()
         await self.monitor.start()
         await self.alerts.start()
         self.control.start()
@@ -162,6 +180,8 @@ class Gateway:
             await self.control.stop()
             await self.alerts.stop()
             await self.monitor.stop()
+            await asyncio.gather(*self._background, return_exceptions=True)
+            await self.store.close()
             await asyncio.to_thread(self.tracing.shutdown)
             await self.relay.aclose()
 
@@ -177,12 +197,14 @@ class Gateway:
         server_span = self.tracing.server_span(request.method, request.url.path, request.headers)
         client_span = None
         try:
+            tenant = await self.auth.tenant(request.headers)
+            limit_headers = await self.limiter.admit(tenant)
             raw = await read_body(
                 request.stream(), request.headers.get("content-length"), self.config.server.max_body_bytes
             )
             parsed = parse_body(raw, api)
             stream = parsed.stream
-            plan = self.dispatcher.plan(parsed, request.headers)
+            plan = self.dispatcher.plan(parsed, request.headers, tenant)
             self.metrics.route_requests.labels(plan.route).inc()
             pool_name = plan.pool.name
             route = plan.route
@@ -195,7 +217,7 @@ class Gateway:
             self.metrics.spec_requests.labels(plan.route, pool_name, str(plan.k)).inc()
             if plan.explored:
                 self.metrics.explored_requests.labels(plan.route).inc()
-            headers = {"x-specgate-route": plan.route, "x-specgate-k": str(plan.k)}
+            headers = {"x-specgate-route": plan.route, "x-specgate-k": str(plan.k), **limit_headers}
             n = parsed.body.get("n") or 1
             if isinstance(result, RelayResult):
                 status = result.status
@@ -210,6 +232,7 @@ class Gateway:
                 )
                 if obs is not None and status == 200:
                     self.record(obs)
+                    self._charge(tenant, obs)
                 if client_span is not None:
                     self.tracing.end_client(client_span, result.endpoint.url, obs, _json_or_none(body))
                     client_span = None
@@ -217,7 +240,7 @@ class Gateway:
             handed_off = True
             spans = (server_span, client_span)
             client_span = None
-            return self._stream_response(result, plan, api, rid, started, headers, n, spans)
+            return self._stream_response(result, plan, api, rid, started, headers, n, spans, tenant)
         except GatewayError as exc:
             status = exc.status
             return _error_response(exc)
@@ -242,6 +265,7 @@ class Gateway:
         headers: dict[str, str],
         n: int,
         spans: tuple[Span | None, Span | None] = (None, None),
+        tenant: str | None = None,
     ) -> SSEResponse:
         pool = relay.pool.name
         self.metrics.ttft.labels(pool).observe(time.monotonic() - started)
@@ -250,6 +274,7 @@ class Gateway:
         def done(obs: Observation) -> None:
             seen.append(obs)
             self.record(obs)
+            self._charge(tenant, obs)
 
         observer = StreamObserver(
             plan,
@@ -369,7 +394,8 @@ def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None)
         return await gw.generate(request, "completions")
 
     @app.get("/v1/models")
-    async def models() -> Response:
+    async def models(request: Request) -> Response:
+        await gw.auth.tenant(request.headers)
         return gw.list_models()
 
     @app.get("/healthz")
@@ -380,8 +406,14 @@ def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None)
     async def readyz() -> Response:
         return gw.readiness()
 
+    metrics_key = config.auth.metrics_key.get_secret_value() if config.auth.metrics_key else None
+
     @app.get("/metrics")
-    async def metrics() -> Response:
+    async def metrics(request: Request) -> Response:
+        if metrics_key is not None and not hmac.compare_digest(
+            (presented_key(request.headers) or "").encode(), metrics_key.encode()
+        ):
+            raise Unauthorized("/metrics needs the metrics key: 'Authorization: Bearer <key>'")
         return gw.metrics_response()
 
     @app.exception_handler(GatewayError)

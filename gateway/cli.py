@@ -35,6 +35,8 @@ def _build_config(args: argparse.Namespace) -> Any:
             data["server"]["host"] = args.host
         if args.port:
             data["server"]["port"] = args.port
+        if args.redis:
+            data["state"] = {**data.get("state", {}), "redis_url": args.redis}
         config = validate_config(data)
     except ConfigError as exc:
         print("invalid configuration:", file=sys.stderr)
@@ -68,6 +70,17 @@ def _serve(config: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     _serve(_build_config(args))
+    return 0
+
+
+def cmd_hash_key(args: argparse.Namespace) -> int:
+    from gateway.auth import hash_key
+
+    key = sys.stdin.readline().strip() if args.key in (None, "-") else args.key
+    if not key:
+        print("no key given: pass it as an argument or on stdin", file=sys.stderr)
+        return 2
+    print(hash_key(key))
     return 0
 
 
@@ -389,7 +402,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 8000)")
+    serve.add_argument(
+        "--redis", metavar="URL", help="share state with other replicas: redis://, rediss://, redis+sentinel://"
+    )
     serve.set_defaults(fn=cmd_serve)
+
+    hk = sub.add_parser("hash-key", help="print the SHA-256 of an API key, for auth.api_keys or the Redis keys hash")
+    hk.add_argument("key", nargs="?", help="the key; read from stdin when absent or '-' (keeps it out of history)")
+    hk.set_defaults(fn=cmd_hash_key)
 
     check = sub.add_parser("check-config", help="validate a config file and print every error")
     check.add_argument("file")

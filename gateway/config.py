@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 __all__ = [
     "AlertmanagerPushConfig",
     "AlertsConfig",
+    "ApiKeyConfig",
+    "AuthConfig",
     "ClassifierConfig",
     "ConfigError",
     "ControllerConfig",
@@ -36,6 +38,8 @@ __all__ = [
     "ScrapeConfig",
     "ServerConfig",
     "SpeculationConfig",
+    "StateConfig",
+    "TenantLimits",
     "TimeoutConfig",
     "TracingConfig",
     "load_config",
@@ -338,6 +342,55 @@ class TracingConfig(_Strict):
     sample_ratio: Annotated[float, Field(ge=0, le=1)] = 1.0
 
 
+class StateConfig(_Strict):
+    """Where replicas share state (docs/replicas.md). No `redis_url`: in memory, one replica."""
+
+    # redis://, rediss:// (TLS) or redis+sentinel://host:port[,host:port]/service_name[/db]
+    redis_url: str | None = None
+    # Prefix of every key, so several gateway deployments can share one Redis.
+    namespace: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")] = "specgate"
+    # Leader lease; renewed every controller tick, so keep it a few ticks long.
+    lease_ttl_s: Annotated[float, Field(gt=0)] = 6.0
+    # Redis calls slower than this count as an outage for this tick.
+    timeout_s: Annotated[float, Field(gt=0)] = 1.0
+    # Observations kept locally while Redis is away (oldest dropped beyond, and counted).
+    max_buffered_observations: Annotated[int, Field(ge=0)] = 10_000
+    decision_log_size: Annotated[int, Field(ge=10, le=100_000)] = 500
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("redis", "rediss", "unix", "redis+sentinel"):
+            raise ValueError("redis_url must start with redis://, rediss://, unix:// or redis+sentinel://")
+        return value
+
+
+class ApiKeyConfig(_Strict):
+    # SHA-256 (hex) of the key, never the key itself: `specgate hash-key` prints it.
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    tenant: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+
+
+class TenantLimits(_Strict):
+    requests_per_min: Annotated[int, Field(ge=1)] | None = None
+    tokens_per_min: Annotated[int, Field(ge=1)] | None = None
+
+
+class AuthConfig(_Strict):
+    """API keys mapped to tenants, per-tenant limits (shared across replicas through Redis)."""
+
+    # Keys from config; with a Redis state store, keys in the hash `<namespace>:keys` (sha256 -> tenant) count too.
+    api_keys: list[ApiKeyConfig] = []
+    # Requests without a valid key get 401. Default: required as soon as any key is configured.
+    require_api_key: bool | None = None
+    tenants: dict[str, TenantLimits] = {}
+    # Bearer key for GET /metrics; open when unset.
+    metrics_key: SecretStr | None = None
+
+    def key_required(self) -> bool:
+        return self.require_api_key if self.require_api_key is not None else bool(self.api_keys)
+
+
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     # Prompt bodies are user data: off unless an operator turns it on for debugging.
@@ -356,6 +409,8 @@ class GatewayConfig(_Strict):
     controller: ControllerConfig = ControllerConfig()
     alerts: AlertsConfig = AlertsConfig()
     tracing: TracingConfig = TracingConfig()
+    state: StateConfig = StateConfig()
+    auth: AuthConfig = AuthConfig()
     admin_key: str | None = None
     pools: list[PoolConfig] = []
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from backends.pool import PoolSet
 from controllers.controller import (
@@ -27,6 +28,9 @@ from gateway.alerts import Alert, AlertDispatcher
 from gateway.config import GatewayConfig
 from gateway.dispatch import Dispatcher
 from gateway.metrics import GatewayMetrics
+
+if TYPE_CHECKING:
+    from gateway.replica import ReplicaSync
 
 __all__ = ["ControlLoop", "build_controller", "build_drift_monitor"]
 
@@ -106,6 +110,8 @@ class ControlLoop:
         self._break_even: dict[str, float | None] = {}
         self.speedup = SpeedupMeter()
         self._task: asyncio.Task[None] | None = None
+        # Set by the app: shares observations and decisions with other replicas (gateway/replica.py).
+        self.replica: ReplicaSync | None = None
         self.last_tick_at: float | None = None
         self.publish(self.controller.table())
 
@@ -123,7 +129,10 @@ class ControlLoop:
         while True:
             await asyncio.sleep(self.config.controller.tick_s)
             try:
-                self.tick()
+                if self.replica is not None:
+                    await self.replica.step()
+                else:
+                    self.tick()
             except Exception:
                 self.metrics.controller_errors.inc()
                 log.exception("controller tick failed; the last decision table stays in force")
@@ -137,9 +146,10 @@ class ControlLoop:
             out[pool.name] = (sum(fresh) / len(fresh) + 1.0) if fresh else None
         return out
 
-    def tick(self) -> DecisionTable | None:
+    def tick(self, observations: list[Observation] | None = None) -> DecisionTable | None:
+        """One controller step on `observations` (default: this replica's own, drained from the sink)."""
         now = time.monotonic()
-        for obs in self.sink.drain():
+        for obs in self.sink.drain() if observations is None else observations:
             self.controller.observe(obs, now)
             self.speedup.add(obs.route, obs.k_applied, obs.completion_tokens, obs.e2e_s)
             self._watch_drift(obs)

@@ -51,9 +51,11 @@ class GatewayError(Exception):
         self.message = message
         self.param = param
         self.retry_after_s = retry_after_s
+        # e.g. x-ratelimit-* on a 429
+        self.extra_headers: dict[str, str] = {}
 
     def headers(self) -> dict[str, str]:
-        headers: dict[str, str] = {}
+        headers: dict[str, str] = dict(self.extra_headers)
         if self.retry_after_s is not None:
             headers["retry-after"] = str(self.retry_after_s)
         if self.should_retry is not None:

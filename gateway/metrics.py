@@ -343,6 +343,25 @@ class GatewayMetrics:
             ["receiver"],
             registry=r,
         )
+        self.replica_role = Gauge(
+            "specgate_replica_role",
+            "1 for this replica's current role: leader (runs the controller), follower, standalone (store away).",
+            ["role"],
+            registry=r,
+        )
+        self.leader_changes = Counter(
+            "specgate_leader_acquisitions", "Times this replica became the controller leader.", registry=r
+        )
+        self.store_up = Gauge(
+            "specgate_state_store_up", "1 when the shared state store answered last tick.", registry=r
+        )
+        self.store_errors = Counter("specgate_state_store_errors", "Ticks on which the state store failed.", registry=r)
+        self.auth_failures = Counter(
+            "specgate_auth_failures", "Requests refused for a missing or invalid API key.", ["reason"], registry=r
+        )
+        self.rate_limited = Counter(
+            "specgate_rate_limited", "Requests refused by a tenant limit.", ["tenant", "limit"], registry=r
+        )
         self.explored_requests = Counter(
             "specgate_explored_requests",
             "Requests run at an exploration k.",
