@@ -52,3 +52,45 @@ def test_gateway_config_for_compose_is_valid() -> None:
     prom = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
     targets = [t for job in prom["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
     assert "gateway:8000" in targets
+
+
+def _k8s_docs() -> list[dict]:
+    docs = []
+    for path in sorted((ROOT / "deploy" / "k8s").glob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+def test_kubernetes_manifests_fit_together() -> None:
+    from gateway.app import create_app
+    from gateway.config import validate_config
+
+    docs = _k8s_docs()
+    by_kind: dict[str, list[dict]] = {}
+    for doc in docs:
+        assert {"apiVersion", "kind"} <= set(doc), doc
+        by_kind.setdefault(doc["kind"], []).append(doc)
+    kustomization = next(d for d in docs if d["kind"] == "Kustomization")
+    assert all((ROOT / "deploy" / "k8s" / name).exists() for name in kustomization["resources"])
+    # The config in the Secret is a valid gateway config with a Redis state store on the Redis Service.
+    secret = next(d for d in by_kind["Secret"] if d["metadata"]["name"] == "specgate-config")
+    config = validate_config(yaml.safe_load(secret["stringData"]["config.yaml"]))
+    services = {s["metadata"]["name"]: s for s in by_kind["Service"]}
+    assert config.state.redis_url is not None
+    redis_host = config.state.redis_url.split("//")[1].split(":")[0]
+    assert redis_host in services
+    gateway = next(d for d in by_kind["Deployment"] if d["metadata"]["name"] == "specgate")
+    spec = gateway["spec"]
+    assert spec["replicas"] >= 2
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["args"][:2] == ["serve", "--config"]
+    mount = container["volumeMounts"][0]["mountPath"]
+    assert container["args"][2].startswith(mount)
+    # the probes hit endpoints the app serves
+    paths = {route.path for route in create_app(config).routes}
+    assert container["readinessProbe"]["httpGet"]["path"] in paths
+    assert container["livenessProbe"]["httpGet"]["path"] in paths
+    assert services["specgate"]["spec"]["selector"].items() <= spec["template"]["metadata"]["labels"].items()
+    pdb = by_kind["PodDisruptionBudget"][0]
+    assert pdb["spec"]["minAvailable"] < spec["replicas"]
