@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from backends.vllm_metrics import EngineSnapshot
+from controllers.breaker import BreakerSettings, CircuitBreaker
 from controllers.picker import EndpointLoad, pick_endpoint
 from gateway.config import GatewayConfig, PoolConfig
 
@@ -29,14 +30,15 @@ class Endpoint:
     last_error: str | None = None
     snapshot: EngineSnapshot | None = None
     snapshot_at: float = 0.0
+    breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
 
     def load(self, now: float, stale_after_s: float) -> EndpointLoad:
         snap = self.snapshot
         fresh = snap is not None and now - self.snapshot_at <= stale_after_s
         return EndpointLoad(
             outstanding=self.outstanding,
-            # An endpoint not yet checked may take traffic; a failed one may not.
-            healthy=self.healthy is not False,
+            # An endpoint not yet checked may take traffic; a failed one, or one whose breaker is open, may not.
+            healthy=self.healthy is not False and self.breaker.allows(now),
             running=snap.running if fresh and snap else None,
             waiting=snap.waiting if fresh and snap else None,
             kv_usage=snap.kv_usage if fresh and snap else None,
@@ -89,7 +91,12 @@ class Pool:
 class PoolSet:
     def __init__(self, config: GatewayConfig) -> None:
         stale = config.scrape.interval_s * config.scrape.stale_after_intervals
-        self.pools = [Pool(p, [Endpoint(url, p.name) for url in p.endpoints], stale) for p in config.pools]
+        b = config.breaker
+        settings = BreakerSettings(b.failure_threshold, b.open_s, b.max_open_s)
+        self.pools = [
+            Pool(p, [Endpoint(url, p.name, breaker=CircuitBreaker(settings)) for url in p.endpoints], stale)
+            for p in config.pools
+        ]
         self._by_model: dict[str, list[Pool]] = {}
         for pool in self.pools:
             self._by_model.setdefault(pool.config.model, []).append(pool)

@@ -361,6 +361,8 @@ class Gateway:
     def metrics_response(self) -> Response:
         for ep in self.pools.endpoints():
             self.metrics.endpoint_outstanding.labels(ep.pool, ep.url).set(ep.outstanding)
+            state = {"closed": 0, "half_open": 1, "open": 2}[ep.breaker.state]
+            self.metrics.circuit_state.labels(ep.pool, ep.url).set(state)
         return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 

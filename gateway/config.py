@@ -22,6 +22,7 @@ __all__ = [
     "AlertsConfig",
     "ApiKeyConfig",
     "AuthConfig",
+    "BreakerConfig",
     "ClassifierConfig",
     "ConfigError",
     "ControllerConfig",
@@ -250,6 +251,14 @@ def _http_url(value: str, what: str) -> str:
     return value.rstrip("/")
 
 
+class BreakerConfig(_Strict):
+    """Per-endpoint circuit breaker on real requests (controllers/breaker.py)."""
+
+    failure_threshold: Annotated[int, Field(ge=1)] = 5
+    open_s: Annotated[float, Field(gt=0)] = 10.0
+    max_open_s: Annotated[float, Field(gt=0)] = 120.0
+
+
 class ReceiverConfig(_Strict):
     """A webhook that gets drift alerts (docs/alerts.md)."""
 
@@ -401,6 +410,7 @@ class GatewayConfig(_Strict):
     server: ServerConfig = ServerConfig()
     timeouts: TimeoutConfig = TimeoutConfig()
     retries: RetryConfig = RetryConfig()
+    breaker: BreakerConfig = BreakerConfig()
     health: HealthConfig = HealthConfig()
     scrape: ScrapeConfig = ScrapeConfig()
     logging: LoggingConfig = LoggingConfig()

@@ -145,6 +145,18 @@ class GatewayMetrics:
             ["pool", "endpoint"],
             registry=r,
         )
+        self.circuit_opens = Counter(
+            "specgate_endpoint_circuit_opens",
+            "Times an endpoint's circuit breaker opened.",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.circuit_state = Gauge(
+            "specgate_endpoint_circuit_state",
+            "Circuit breaker per endpoint: 0 closed, 1 half-open, 2 open.",
+            ["pool", "endpoint"],
+            registry=r,
+        )
         self.client_disconnects = Counter(
             "specgate_client_disconnects",
             "Requests whose client went away before the answer was complete.",

@@ -27,6 +27,7 @@ from gateway.errors import (
     GatewayError,
     NoHealthyEndpoint,
     UpstreamError,
+    UpstreamHTTPError,
     UpstreamTimeout,
     error_body,
     normalise_upstream_error,
@@ -150,6 +151,16 @@ class Relay:
     async def aclose(self) -> None:
         await self.client.aclose()
 
+    def _breaker_failure(self, endpoint: Endpoint) -> None:
+        opens = endpoint.breaker.opens
+        endpoint.breaker.on_failure(time.monotonic())
+        if endpoint.breaker.opens > opens:
+            self._metrics.circuit_opens.labels(endpoint.pool, endpoint.url).inc()
+            log.warning(
+                "circuit opened",
+                extra={"pool": endpoint.pool, "endpoint": endpoint.url, "open_s": endpoint.breaker.open_for},
+            )
+
     async def send(
         self,
         req: ParsedRequest,
@@ -192,9 +203,11 @@ class Relay:
             tried.add(endpoint)
             if attempt:
                 self._metrics.retries.labels(pool.name).inc()
+            endpoint.breaker.on_dispatch()
             try:
-                return await self._try(req, body, headers, pool, endpoint)
+                result = await self._try(req, body, headers, pool, endpoint)
             except _RetryableFailure as exc:
+                self._breaker_failure(endpoint)
                 self._metrics.upstream_errors.labels(pool.name, exc.reason).inc()
                 log.warning(
                     "upstream try failed",
@@ -206,6 +219,23 @@ class Relay:
                     },
                 )
                 last_error = exc.error
+                continue
+            except UpstreamHTTPError as exc:
+                # The engine answered (a 4xx about the request): it works.
+                if exc.status < 500:
+                    endpoint.breaker.on_success()
+                else:
+                    self._breaker_failure(endpoint)
+                raise
+            except GatewayError:
+                self._breaker_failure(endpoint)
+                raise
+            except BaseException:
+                endpoint.breaker.on_abandoned()
+                raise
+            if isinstance(result, RelayResult):
+                endpoint.breaker.on_success()
+            return result
         if last_error is None or isinstance(last_error, NoHealthyEndpoint):
             raise NoHealthyEndpoint(
                 f"no healthy endpoint in pool '{pool.name}' for model '{req.model}'",
@@ -226,11 +256,18 @@ class Relay:
         endpoint.outstanding += 1
         released = False
 
-        def release(_outcome: str = "") -> None:
+        def release(outcome: str = "") -> None:
             nonlocal released
             if not released:
                 released = True
                 endpoint.outstanding -= 1
+                # A stream's verdict comes when it ends: cut or stalled streams count against the endpoint.
+                if outcome == "ok":
+                    endpoint.breaker.on_success()
+                elif outcome == "client_disconnect":
+                    endpoint.breaker.on_abandoned()
+                elif outcome:
+                    self._breaker_failure(endpoint)
 
         upstream = self.client.build_request("POST", endpoint.url + _PATHS[req.api], content=body, headers=headers)
         response: httpx.Response | None = None
