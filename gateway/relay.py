@@ -359,9 +359,9 @@ async def _read_bounded(response: httpx.Response, limit: int) -> bytes:
     size = 0
     async for chunk in response.aiter_raw():
         size += len(chunk)
-        if size > limit:
-            break
         parts.append(chunk)
+        if size > limit:
+            break  # the caller sees more than `limit` bytes and knows the answer was cut
     return b"".join(parts)
 
 
