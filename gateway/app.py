@@ -37,7 +37,15 @@ from gateway.classify import RequestClassifier
 from gateway.config import GatewayConfig
 from gateway.control_loop import ControlLoop
 from gateway.dispatch import Dispatcher, Plan
-from gateway.errors import GatewayError, InvalidRequest, Unauthorized, error_body
+from gateway.errors import (
+    GatewayError,
+    InvalidRequest,
+    Overloaded,
+    RateLimited,
+    RequestTimeout,
+    Unauthorized,
+    error_body,
+)
 from gateway.metrics import GatewayMetrics
 from gateway.observe import StreamObserver, observe_body
 from gateway.relay import ClientGone, Relay, RelayResult, StreamRelay
@@ -121,6 +129,8 @@ class Gateway:
         self.auth = Authenticator(config.auth, self.store, self.metrics)
         self.limiter = RateLimiter(config.auth.tenants, self.store, self.metrics)
         self._background: set[asyncio.Task[None]] = set()
+        self._active = 0
+        self._per_tenant: dict[str, int] = {}
         self.monitor = EndpointMonitor(
             self.pools,
             config.health,
@@ -143,6 +153,33 @@ class Gateway:
         m.engine_drafts.labels(ep.pool, ep.url).inc(delta.drafts)
         if delta.reset:
             m.engine_counter_resets.labels(ep.pool, ep.url).inc()
+
+    def _admit(self, tenant: str | None) -> str:
+        """Take a slot (in total, and for the tenant); returns the key `_release` gives back."""
+        if self._active >= self.config.server.max_concurrent_requests:
+            self.metrics.overloaded.inc()
+            raise Overloaded(
+                "the gateway is at its concurrent request limit", retry_after_s=self.config.server.retry_after_s
+            )
+        key = tenant or ""
+        limits = self.config.auth.tenants.get(key)
+        cap = limits.max_concurrent if limits is not None else None
+        if cap is not None and self._per_tenant.get(key, 0) >= cap:
+            self.metrics.rate_limited.labels(key, "concurrent").inc()
+            raise RateLimited(f"at most {cap} concurrent requests for this key", retry_after_s=1)
+        self._active += 1
+        self._per_tenant[key] = self._per_tenant.get(key, 0) + 1
+        return key
+
+    def _release(self, admitted: str | None) -> None:
+        if admitted is None:
+            return
+        self._active -= 1
+        left = self._per_tenant.get(admitted, 1) - 1
+        if left:
+            self._per_tenant[admitted] = left
+        else:
+            self._per_tenant.pop(admitted, None)
 
     def _charge(self, tenant: str | None, obs: Observation) -> None:
         """Tokens count against the tenant's budget after the answer; off the request path."""
@@ -196,12 +233,20 @@ class Gateway:
         handed_off = False
         server_span = self.tracing.server_span(request.method, request.url.path, request.headers)
         client_span = None
+        admitted: str | None = None
         try:
             tenant = await self.auth.tenant(request.headers)
+            admitted = self._admit(tenant)
             limit_headers = await self.limiter.admit(tenant)
-            raw = await read_body(
-                request.stream(), request.headers.get("content-length"), self.config.server.max_body_bytes
-            )
+            try:
+                async with asyncio.timeout(self.config.timeouts.client_body_s):
+                    raw = await read_body(
+                        request.stream(), request.headers.get("content-length"), self.config.server.max_body_bytes
+                    )
+            except TimeoutError:
+                raise RequestTimeout(
+                    f"the request body did not arrive within {self.config.timeouts.client_body_s:g} s"
+                ) from None
             parsed = parse_body(raw, api)
             stream = parsed.stream
             plan = self.dispatcher.plan(parsed, request.headers, tenant)
@@ -240,7 +285,7 @@ class Gateway:
             handed_off = True
             spans = (server_span, client_span)
             client_span = None
-            return self._stream_response(result, plan, api, rid, started, headers, n, spans, tenant)
+            return self._stream_response(result, plan, api, rid, started, headers, n, spans, tenant, admitted)
         except GatewayError as exc:
             status = exc.status
             return _error_response(exc)
@@ -251,6 +296,7 @@ class Gateway:
             return Response(status_code=499)
         finally:
             if not handed_off:
+                self._release(admitted)
                 self.tracing.end_client(client_span, error=str(status) if status >= 400 else None)
                 self.tracing.end_server(server_span, status)
                 self._finish(api, pool_name, status, stream, started, rid, route=route)
@@ -266,6 +312,7 @@ class Gateway:
         n: int,
         spans: tuple[Span | None, Span | None] = (None, None),
         tenant: str | None = None,
+        admitted: str | None = None,
     ) -> SSEResponse:
         pool = relay.pool.name
         self.metrics.ttft.labels(pool).observe(time.monotonic() - started)
@@ -292,6 +339,7 @@ class Gateway:
                 async for event in observer.relay(relay.events()):
                     yield event
             finally:
+                self._release(admitted)
                 server_span, client_span = spans
                 self.tracing.end_client(client_span, relay.endpoint.url, seen[0] if seen else None)
                 self.tracing.end_server(server_span, 200)

@@ -61,6 +61,10 @@ class ServerConfig(_Strict):
     retry_after_s: Annotated[int, Field(ge=1, le=120)] = 2
     # Pass vLLM's per-request `metrics` field on to clients (engine-internal; off by default).
     expose_engine_metrics: bool = False
+    # Generation requests handled at once by this replica; beyond it: 503 with Retry-After, never a pile-up.
+    max_concurrent_requests: Annotated[int, Field(ge=1)] = 2048
+    # On SIGTERM: stop accepting, let in-flight requests and streams finish for up to this long.
+    shutdown_grace_s: Annotated[float, Field(ge=0)] = 30.0
 
 
 class TimeoutConfig(_Strict):
@@ -69,6 +73,8 @@ class TimeoutConfig(_Strict):
     first_byte_s: Annotated[float, Field(gt=0)] = 120.0
     # Longest silence tolerated between two reads of an upstream body.
     stream_idle_s: Annotated[float, Field(gt=0)] = 60.0
+    # A client must have sent its whole request body within this time (slow clients get 408).
+    client_body_s: Annotated[float, Field(gt=0)] = 30.0
 
 
 class RetryConfig(_Strict):
@@ -383,6 +389,8 @@ class ApiKeyConfig(_Strict):
 class TenantLimits(_Strict):
     requests_per_min: Annotated[int, Field(ge=1)] | None = None
     tokens_per_min: Annotated[int, Field(ge=1)] | None = None
+    # Requests of the tenant in flight at once, per replica (429 beyond).
+    max_concurrent: Annotated[int, Field(ge=1)] | None = None
 
 
 class AuthConfig(_Strict):

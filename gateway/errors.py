@@ -28,8 +28,10 @@ __all__ = [
     "InvalidRequest",
     "ModelNotFound",
     "NoHealthyEndpoint",
+    "Overloaded",
     "PayloadTooLarge",
     "RateLimited",
+    "RequestTimeout",
     "Unauthorized",
     "UpstreamError",
     "UpstreamHTTPError",
@@ -92,6 +94,18 @@ class ModelNotFound(GatewayError):
     type = "invalid_request_error"
     code = "model_not_found"
     should_retry = False
+
+
+class RequestTimeout(GatewayError):
+    status = 408
+    type = "invalid_request_error"
+    code = "request_timeout"
+
+
+class Overloaded(GatewayError):
+    status = 503
+    type = "api_error"
+    code = "overloaded"
 
 
 class PayloadTooLarge(GatewayError):

@@ -157,6 +157,9 @@ class GatewayMetrics:
             ["pool", "endpoint"],
             registry=r,
         )
+        self.overloaded = Counter(
+            "specgate_overloaded", "Requests refused at the concurrent request limit (503).", registry=r
+        )
         self.client_disconnects = Counter(
             "specgate_client_disconnects",
             "Requests whose client went away before the answer was complete.",
