@@ -154,6 +154,19 @@ class Gateway:
         if delta.reset:
             m.engine_counter_resets.labels(ep.pool, ep.url).inc()
 
+    async def _flush(self) -> None:
+        """Last controller step on shutdown: this replica's remaining observations reach the shared store (or the
+        controller), and the token charges still running finish."""
+        await asyncio.gather(*self._background, return_exceptions=True)
+        replica = self.control.replica
+        if replica is None or not len(self.sink):
+            return
+        try:
+            async with asyncio.timeout(max(1.0, self.config.state.timeout_s * 3)):
+                await replica.step()
+        except Exception:
+            log.exception("final flush of observations failed", extra={"pending": len(self.sink)})
+
     def _admit(self, tenant: str | None) -> str:
         """Take a slot (in total, and for the tenant); returns the key `_release` gives back."""
         if self._active >= self.config.server.max_concurrent_requests:
@@ -215,6 +228,7 @@ class Gateway:
         finally:
             self.ready = False
             await self.control.stop()
+            await self._flush()
             await self.alerts.stop()
             await self.monitor.stop()
             await asyncio.gather(*self._background, return_exceptions=True)

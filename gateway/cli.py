@@ -64,7 +64,9 @@ def _serve(config: Any) -> None:
         http="httptools",
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=30,
+        # SIGTERM: stop accepting, let in-flight requests and streams finish, then run the app's shutdown
+        # (which flushes observations to the shared store and pending alerts).
+        timeout_graceful_shutdown=config.server.shutdown_grace_s,
     )
 
 
