@@ -48,6 +48,7 @@ from gateway.errors import (
 )
 from gateway.metrics import GatewayMetrics
 from gateway.observe import StreamObserver, observe_body
+from gateway.openapi import CHAT_BODY, COMPLETION_BODY, request_body
 from gateway.relay import ClientGone, Relay, RelayResult, StreamRelay
 from gateway.replica import ReplicaSync
 from gateway.requests import Api, parse_body, read_body
@@ -449,11 +450,11 @@ def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None)
     app = FastAPI(title="specgate", version="0.1.0", lifespan=gw.lifespan)
     app.state.gateway = gw
 
-    @app.post("/v1/chat/completions", response_model=None)
+    @app.post("/v1/chat/completions", response_model=None, openapi_extra=request_body(CHAT_BODY))
     async def chat_completions(request: Request) -> Response | SSEResponse:
         return await gw.generate(request, "chat")
 
-    @app.post("/v1/completions", response_model=None)
+    @app.post("/v1/completions", response_model=None, openapi_extra=request_body(COMPLETION_BODY))
     async def completions(request: Request) -> Response | SSEResponse:
         return await gw.generate(request, "completions")
 

@@ -151,3 +151,29 @@ class FaultUpstream:
         writer.write(payload)
         await writer.drain()
         return True
+
+
+def main() -> None:
+    """`python -m tests.fault_upstream --port 9000 [--mode ok] [--chunk-delay-s 0.01]`: run one standalone, e.g.
+    as the upstream of bench/soak.py (its own process, so it does not share a CPU-bound loop with the load)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--mode", default="ok")
+    parser.add_argument("--chunk-delay-s", type=float, default=0.0)
+    args = parser.parse_args()
+
+    async def serve() -> None:
+        upstream = FaultUpstream.__new__(FaultUpstream)
+        upstream.mode, upstream.delay_s, upstream.chunk_delay_s = args.mode, 0.0, args.chunk_delay_s
+        upstream.hits = upstream.open_connections = 0
+        server = await asyncio.start_server(upstream._handle, "127.0.0.1", args.port, backlog=4096)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
