@@ -1,0 +1,320 @@
+"""Gateway overhead: direct-to-upstream vs specgate vs LiteLLM proxy vs vllm-router, in one run on this machine.
+
+    python bench/overhead.py --out bench/results/overhead.json            # all four targets
+    python bench/overhead.py --targets direct,specgate --seconds 5         # quick look
+
+A fake OpenAI-compatible upstream (tests/fault_upstream.py, mode ok: a fixed JSON answer, or 16 SSE chunks) runs in
+its own process. Each gateway runs alone, pinned to CPU 0 with `taskset`; the upstream and the closed-loop load
+generator share CPU 1. LiteLLM and vllm-router are installed by this script into their own virtual environments
+under `.bench-venvs/` (first run only). Per target, concurrency (1, 32, 128) and kind (non-streaming, streaming):
+`--seconds` of closed-loop load, repeated `--repeats` times; medians are reported. Figures:
+
+- p50 / p99 latency (streams: time to the last byte) and, for streams, time to first byte;
+- requests/s, and the ratio to direct at the same concurrency;
+- gateway CPU per request = (utime + stime of the gateway process over the run) / requests, and req/s per core.
+
+specgate runs with classification (a route rule on classifier labels), k shaping (a pool taking per-request k) and
+observation capture on, as in production.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+VENVS = ROOT / ".bench-venvs"
+TICKS = os.sysconf("SC_CLK_TCK")
+PACKAGES = {"litellm": ["litellm[proxy]"], "vllm-router": ["vllm-router"]}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen | None = None, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    total = (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        total += cpu_seconds(int(child))  # worker processes (LiteLLM, uvicorn workers)
+    return total
+
+
+def pinned(cpu: str) -> list[str]:
+    return ["taskset", "-c", cpu] if shutil.which("taskset") else []
+
+
+def venv_python(name: str) -> Path:
+    python = VENVS / name / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENVS / name)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES[name]], check=True)
+    return python
+
+
+def version_of(python: Path, dist: str) -> str:
+    out = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version('{dist}'))"],
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip() or "unknown"
+
+
+def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.Popen | None, int, str]:
+    """(process or None for direct, port, version)."""
+    if name == "direct":
+        return None, upstream_port, "-"
+    port = free_port()
+    upstream = f"http://127.0.0.1:{upstream_port}"
+    if name == "specgate":
+        config = tmp / "specgate.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "server": {"port": port, "max_concurrent_requests": 4096},
+                    "pools": [
+                        {
+                            "name": "p",
+                            "model": "m",
+                            "endpoints": [upstream],
+                            "speculation": {"method": "ngram", "max_k": 4, "per_request_k": True},
+                        }
+                    ],
+                    "routing": {
+                        "routes": [{"name": "code", "match": [{"classes": ["code"]}]}, {"name": "chat"}],
+                        "default_route": "chat",
+                    },
+                    "logging": {"level": "error"},
+                }
+            )
+        )
+        cmd = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config)]
+        version = version_of(Path(sys.executable), "specgate")
+    elif name == "litellm":
+        python = venv_python("litellm")
+        config = tmp / "litellm.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "model_list": [
+                        {
+                            "model_name": "m",
+                            "litellm_params": {"model": "openai/m", "api_base": f"{upstream}/v1", "api_key": "x"},
+                        }
+                    ],
+                    "litellm_settings": {"telemetry": False},
+                }
+            )
+        )
+        cmd = [str(python.parent / "litellm"), "--config", str(config), "--port", str(port), "--num_workers", "1"]
+        version = version_of(python, "litellm")
+    elif name == "vllm-router":
+        python = venv_python("vllm-router")
+        cmd = [str(python.parent / "vllm-router"), "--worker-urls", upstream, "--port", str(port)]
+        version = version_of(python, "vllm-router")
+    else:
+        raise ValueError(name)
+    log = (tmp / f"{name}.log").open("w")
+    proc = subprocess.Popen([*pinned("0"), *cmd], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    wait_port(port, proc)
+    time.sleep(1.0)  # let it finish starting (health checks, workers)
+    return proc, port, version
+
+
+def _request(stream: bool) -> bytes:
+    body = json.dumps({"model": "m", "prompt": "def add(a, b):", "max_tokens": 16, "stream": stream}).encode()
+    return (
+        b"POST /v1/completions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\n"
+        b"authorization: Bearer x\r\ncontent-length: %d\r\n\r\n" % len(body) + body
+    )
+
+
+async def _read_response(reader: asyncio.StreamReader, first: list[float]) -> tuple[bool, bool]:
+    """(answered 200, connection reusable)"""
+    head = await reader.readuntil(b"\r\n\r\n")
+    first.append(time.monotonic())
+    headers = head.lower()
+    ok = head.startswith(b"HTTP/1.1 200")
+    if b"transfer-encoding: chunked" in headers:
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            await reader.readexactly(size + 2)
+            if size == 0:
+                break
+    else:
+        length = int(headers.split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+    return ok, b"connection: close" not in headers
+
+
+async def _load(port: int, concurrency: int, seconds: float, stream: bool) -> dict[str, Any]:
+    request = _request(stream)
+    latencies: list[float] = []
+    ttfb: list[float] = []
+    errors = 0
+    deadline = time.monotonic() + seconds
+
+    async def client() -> None:
+        nonlocal errors
+        reader = writer = None
+        while time.monotonic() < deadline:
+            try:
+                if writer is None:
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                started = time.monotonic()
+                writer.write(request)
+                first: list[float] = []
+                ok, keep = await _read_response(reader, first)  # type: ignore[arg-type]
+                if ok:
+                    latencies.append(time.monotonic() - started)
+                    ttfb.append(first[0] - started)
+                else:
+                    errors += 1
+                if not keep:
+                    writer.close()
+                    reader = writer = None
+            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+                errors += 1
+                if writer is not None:
+                    writer.close()
+                reader = writer = None
+                await asyncio.sleep(0.01)
+        if writer is not None:
+            writer.close()
+
+    await asyncio.gather(*(client() for _ in range(concurrency)))
+    latencies.sort()
+    ttfb.sort()
+
+    def pct(xs: list[float], q: float) -> float | None:
+        return round(1000 * xs[min(len(xs) - 1, int(q * len(xs)))], 3) if xs else None
+
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "rps": round(len(latencies) / seconds, 1),
+        "p50_ms": pct(latencies, 0.5),
+        "p99_ms": pct(latencies, 0.99),
+        "ttfb_p50_ms": pct(ttfb, 0.5),
+    }
+
+
+def measure(proc: subprocess.Popen | None, port: int, concurrency: int, seconds: float, stream: bool) -> dict:
+    cpu0 = cpu_seconds(proc.pid) if proc else 0.0
+    result = asyncio.run(_load(port, concurrency, seconds, stream))
+    if proc is not None and result["requests"]:
+        cpu_ms = 1000 * (cpu_seconds(proc.pid) - cpu0) / result["requests"]
+        result["cpu_ms_per_req"] = round(cpu_ms, 4)
+        result["rps_per_core"] = round(1000 / cpu_ms, 1) if cpu_ms > 0 else None
+    return result
+
+
+def run(targets: list[str], concurrencies: list[int], seconds: float, repeats: int) -> dict[str, Any]:
+    up_port = free_port()
+    upstream = subprocess.Popen(
+        [*pinned("1"), sys.executable, "-m", "tests.fault_upstream", "--port", str(up_port)], cwd=ROOT
+    )
+    report: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "pinning": "gateway on CPU 0; upstream and load generator on CPU 1"},
+        "seconds": seconds,
+        "repeats": repeats,
+        "versions": {},
+        "results": {},
+    }
+    try:
+        wait_port(up_port, upstream)
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in targets:
+                try:
+                    proc, port, version = start_target(name, up_port, Path(tmp))
+                except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
+                    report["results"][name] = {"error": f"could not start: {exc}"}
+                    print(f"[{name}] could not start: {exc}", file=sys.stderr)
+                    continue
+                report["versions"][name] = version
+                rows: dict[str, Any] = {}
+                try:
+                    for kind in ("non-stream", "stream"):
+                        for c in concurrencies:
+                            runs = [measure(proc, port, c, seconds, kind == "stream") for _ in range(repeats)]
+                            rows[f"{kind}/c{c}"] = _median(runs)
+                            print(f"[{name}] {kind} c={c}: {rows[f'{kind}/c{c}']}", file=sys.stderr, flush=True)
+                finally:
+                    if proc is not None:
+                        proc.terminate()
+                        proc.wait(timeout=30)
+                report["results"][name] = rows
+    finally:
+        upstream.terminate()
+        upstream.wait(timeout=30)
+    _compare(report)
+    return report
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in runs[0]:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        out[key] = round(statistics.median(values), 3) if values else None
+    return out
+
+
+def _compare(report: dict[str, Any]) -> None:
+    direct = report["results"].get("direct", {})
+    for name, rows in report["results"].items():
+        if name == "direct" or "error" in rows:
+            continue
+        for key, row in rows.items():
+            base = direct.get(key)
+            if base and row.get("p50_ms") is not None and base.get("p50_ms") is not None:
+                row["added_p50_ms"] = round(row["p50_ms"] - base["p50_ms"], 3)
+                row["added_ttfb_p50_ms"] = round((row["ttfb_p50_ms"] or 0) - (base["ttfb_p50_ms"] or 0), 3)
+                row["rps_vs_direct"] = round(row["rps"] / base["rps"], 3) if base["rps"] else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", default="direct,specgate,litellm,vllm-router")
+    parser.add_argument("--concurrency", default="1,32,128")
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    report = run(args.targets.split(","), [int(c) for c in args.concurrency.split(",")], args.seconds, args.repeats)
+    text = json.dumps(report, indent=1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
