@@ -142,7 +142,9 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
     else:
         raise ValueError(name)
     log = (tmp / f"{name}.log").open("w")
-    proc = subprocess.Popen([*pinned("0"), *cmd], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    # LiteLLM's proxy refuses to start without a master key; every target gets the same bearer key.
+    env = {**os.environ, "LITELLM_MASTER_KEY": "sk-bench"}
+    proc = subprocess.Popen([*pinned("0"), *cmd], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     wait_port(port, proc)
     time.sleep(1.0)  # let it finish starting (health checks, workers)
     return proc, port, version
@@ -152,7 +154,7 @@ def _request(stream: bool) -> bytes:
     body = json.dumps({"model": "m", "prompt": "def add(a, b):", "max_tokens": 16, "stream": stream}).encode()
     return (
         b"POST /v1/completions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\n"
-        b"authorization: Bearer x\r\ncontent-length: %d\r\n\r\n" % len(body) + body
+        b"authorization: Bearer sk-bench\r\ncontent-length: %d\r\n\r\n" % len(body) + body
     )
 
 
