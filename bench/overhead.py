@@ -93,8 +93,15 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
         return None, upstream_port, "-"
     port = free_port()
     upstream = f"http://127.0.0.1:{upstream_port}"
-    if name == "specgate":
-        config = tmp / "specgate.yaml"
+    if name.startswith("specgate"):
+        # Variants isolate a feature's cost: -noclassify (no rule needs the classifier), -nok (no per-request k
+        # shaping: the pool runs the engine's own k), -bare (both off).
+        classify = name in ("specgate", "specgate-nok")
+        shape_k = name in ("specgate", "specgate-noclassify")
+        routes = (
+            [{"name": "code", "match": [{"classes": ["code"]}]}, {"name": "chat"}] if classify else [{"name": "chat"}]
+        )
+        config = tmp / f"{name}.yaml"
         config.write_text(
             json.dumps(
                 {
@@ -104,13 +111,10 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
                             "name": "p",
                             "model": "m",
                             "endpoints": [upstream],
-                            "speculation": {"method": "ngram", "max_k": 4, "per_request_k": True},
+                            "speculation": {"method": "ngram", "max_k": 4, "per_request_k": shape_k},
                         }
                     ],
-                    "routing": {
-                        "routes": [{"name": "code", "match": [{"classes": ["code"]}]}, {"name": "chat"}],
-                        "default_route": "chat",
-                    },
+                    "routing": {"routes": routes, "default_route": "chat"},
                     "logging": {"level": "error"},
                 }
             )
