@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -242,7 +243,17 @@ def measure(proc: subprocess.Popen | None, port: int, concurrency: int, seconds:
     return result
 
 
-def run(targets: list[str], concurrencies: list[int], seconds: float, repeats: int) -> dict[str, Any]:
+def start_profiler(proc: subprocess.Popen, out: Path) -> subprocess.Popen:
+    """py-spy sampling the gateway for the whole of its runs (on the load generator's CPU), collapsed stacks out."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [spy, "record", "--pid", str(proc.pid), "--rate", "200", "--format", "raw", "--output", str(out)]
+    return subprocess.Popen([*pinned("1"), *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run(
+    targets: list[str], concurrencies: list[int], seconds: float, repeats: int, profile_dir: Path | None = None
+) -> dict[str, Any]:
     up_port = free_port()
     upstream = subprocess.Popen(
         [*pinned("1"), sys.executable, "-m", "tests.fault_upstream", "--port", str(up_port)], cwd=ROOT
@@ -266,6 +277,7 @@ def run(targets: list[str], concurrencies: list[int], seconds: float, repeats: i
                     continue
                 report["versions"][name] = version
                 rows: dict[str, Any] = {}
+                spy = start_profiler(proc, profile_dir / f"{name}.txt") if profile_dir and proc else None
                 try:
                     for kind in ("non-stream", "stream"):
                         for c in concurrencies:
@@ -273,6 +285,9 @@ def run(targets: list[str], concurrencies: list[int], seconds: float, repeats: i
                             rows[f"{kind}/c{c}"] = _median(runs)
                             print(f"[{name}] {kind} c={c}: {rows[f'{kind}/c{c}']}", file=sys.stderr, flush=True)
                 finally:
+                    if spy is not None:
+                        spy.send_signal(signal.SIGINT)  # py-spy writes its stacks on SIGINT
+                        spy.wait(timeout=60)
                     if proc is not None:
                         proc.terminate()
                         proc.wait(timeout=30)
@@ -312,8 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--profile", type=Path, metavar="DIR", help="py-spy each gateway: stacks in DIR/<target>.txt")
     args = parser.parse_args(argv)
-    report = run(args.targets.split(","), [int(c) for c in args.concurrency.split(",")], args.seconds, args.repeats)
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+    report = run(args.targets.split(","), concurrencies, args.seconds, args.repeats, args.profile)
     text = json.dumps(report, indent=1)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -18,12 +18,12 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from opentelemetry.sdk.trace.export import SpanExporter
-from opentelemetry.trace import Span
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
 from starlette.responses import Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backends.monitor import EndpointMonitor
@@ -36,31 +36,28 @@ from gateway.auth import Authenticator, RateLimiter, presented_key
 from gateway.classify import RequestClassifier
 from gateway.config import GatewayConfig
 from gateway.control_loop import ControlLoop
-from gateway.dispatch import Dispatcher, Plan
+from gateway.dispatch import Dispatcher
 from gateway.errors import (
     GatewayError,
     InvalidRequest,
     Overloaded,
     RateLimited,
-    RequestTimeout,
     Unauthorized,
     error_body,
 )
+from gateway.generation import PATHS, GenerationHandler
 from gateway.metrics import GatewayMetrics
-from gateway.observe import StreamObserver, observe_body
-from gateway.openapi import CHAT_BODY, COMPLETION_BODY, request_body
-from gateway.relay import ClientGone, Relay, RelayResult, StreamRelay
+from gateway.openapi import generation_paths
+from gateway.relay import Relay
 from gateway.replica import ReplicaSync
-from gateway.requests import Api, parse_body, read_body
+from gateway.requests import Api
 from gateway.state_store import make_store
-from gateway.streaming import SSEResponse
 from gateway.tracing import Tracing
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("specgate.access")
 _JSON = "application/json"
-_PASS_UPSTREAM = ("traceparent", "tracestate")
 
 
 class RequestIdMiddleware:
@@ -93,17 +90,6 @@ class RequestIdMiddleware:
 
 def _error_response(exc: GatewayError) -> Response:
     return Response(exc.body(), status_code=exc.status, media_type=_JSON, headers=exc.headers())
-
-
-def _upstream_headers(request: Request, rid: str, stream: bool) -> dict[str, str]:
-    headers = {"content-type": _JSON, "x-request-id": rid}
-    if stream:
-        headers["accept"] = "text/event-stream"
-    for name in _PASS_UPSTREAM:
-        value = request.headers.get(name)
-        if value:
-            headers[name] = value
-    return headers
 
 
 class Gateway:
@@ -168,8 +154,8 @@ class Gateway:
         except Exception:
             log.exception("final flush of observations failed", extra={"pending": len(self.sink)})
 
-    def _admit(self, tenant: str | None) -> str:
-        """Take a slot (in total, and for the tenant); returns the key `_release` gives back."""
+    def admit(self, tenant: str | None) -> str:
+        """Take a slot (in total, and for the tenant); returns the key `release` gives back."""
         if self._active >= self.config.server.max_concurrent_requests:
             self.metrics.overloaded.inc()
             raise Overloaded(
@@ -185,7 +171,7 @@ class Gateway:
         self._per_tenant[key] = self._per_tenant.get(key, 0) + 1
         return key
 
-    def _release(self, admitted: str | None) -> None:
+    def release(self, admitted: str | None) -> None:
         if admitted is None:
             return
         self._active -= 1
@@ -195,7 +181,7 @@ class Gateway:
         else:
             self._per_tenant.pop(admitted, None)
 
-    def _charge(self, tenant: str | None, obs: Observation) -> None:
+    def charge(self, tenant: str | None, obs: Observation) -> None:
         """Tokens count against the tenant's budget after the answer; off the request path."""
         if tenant is None:
             return
@@ -237,132 +223,7 @@ class Gateway:
             await asyncio.to_thread(self.tracing.shutdown)
             await self.relay.aclose()
 
-    async def generate(self, request: Request, api: Api) -> Response | SSEResponse:
-        started = time.monotonic()
-        rid = request.state.request_id
-        self.metrics.in_flight.labels(api).inc()
-        pool_name = "none"
-        route = "none"
-        status = 500
-        stream = False
-        handed_off = False
-        server_span = self.tracing.server_span(request.method, request.url.path, request.headers)
-        client_span = None
-        admitted: str | None = None
-        try:
-            tenant = await self.auth.tenant(request.headers)
-            admitted = self._admit(tenant)
-            limit_headers = await self.limiter.admit(tenant)
-            try:
-                async with asyncio.timeout(self.config.timeouts.client_body_s):
-                    raw = await read_body(
-                        request.stream(), request.headers.get("content-length"), self.config.server.max_body_bytes
-                    )
-            except TimeoutError:
-                raise RequestTimeout(
-                    f"the request body did not arrive within {self.config.timeouts.client_body_s:g} s"
-                ) from None
-            parsed = parse_body(raw, api)
-            stream = parsed.stream
-            plan = self.dispatcher.plan(parsed, request.headers, tenant)
-            self.metrics.route_requests.labels(plan.route).inc()
-            pool_name = plan.pool.name
-            route = plan.route
-            client_span = self.tracing.client_span(
-                server_span, api, parsed.body, plan.route, pool_name, plan.k, plan.explored
-            )
-            upstream_headers = _upstream_headers(request, rid, stream)
-            self.tracing.inject(client_span, upstream_headers)
-            result = await self.relay.send(parsed, plan.pool, upstream_headers, lambda: _wait_disconnect(request))
-            self.metrics.spec_requests.labels(plan.route, pool_name, str(plan.k)).inc()
-            if plan.explored:
-                self.metrics.explored_requests.labels(plan.route).inc()
-            headers = {"x-specgate-route": plan.route, "x-specgate-k": str(plan.k), **limit_headers}
-            n = parsed.body.get("n") or 1
-            if isinstance(result, RelayResult):
-                status = result.status
-                body, obs = observe_body(
-                    result.body,
-                    plan,
-                    result.endpoint.url,
-                    result.batch_at_dispatch,
-                    expose_metrics=self.config.server.expose_engine_metrics,
-                    n=n,
-                    e2e_s=time.monotonic() - started,
-                )
-                if obs is not None and status == 200:
-                    self.record(obs)
-                    self._charge(tenant, obs)
-                if client_span is not None:
-                    self.tracing.end_client(client_span, result.endpoint.url, obs, _json_or_none(body))
-                    client_span = None
-                return Response(body, status_code=result.status, media_type=_JSON, headers=headers)
-            handed_off = True
-            spans = (server_span, client_span)
-            client_span = None
-            return self._stream_response(result, plan, api, rid, started, headers, n, spans, tenant, admitted)
-        except GatewayError as exc:
-            status = exc.status
-            return _error_response(exc)
-        except (ClientGone, ClientDisconnect):
-            # ClientDisconnect: the client left while its body was still being read.
-            status = 499
-            self.metrics.client_disconnects.labels(api).inc()
-            return Response(status_code=499)
-        finally:
-            if not handed_off:
-                self._release(admitted)
-                self.tracing.end_client(client_span, error=str(status) if status >= 400 else None)
-                self.tracing.end_server(server_span, status)
-                self._finish(api, pool_name, status, stream, started, rid, route=route)
-
-    def _stream_response(
-        self,
-        relay: StreamRelay,
-        plan: Plan,
-        api: Api,
-        rid: str,
-        started: float,
-        headers: dict[str, str],
-        n: int,
-        spans: tuple[Span | None, Span | None] = (None, None),
-        tenant: str | None = None,
-        admitted: str | None = None,
-    ) -> SSEResponse:
-        pool = relay.pool.name
-        self.metrics.ttft.labels(pool).observe(time.monotonic() - started)
-        seen: list[Observation] = []
-
-        def done(obs: Observation) -> None:
-            seen.append(obs)
-            self.record(obs)
-            self._charge(tenant, obs)
-
-        observer = StreamObserver(
-            plan,
-            relay.endpoint.url,
-            relay.batch_at_dispatch,
-            started,
-            self.config.server.expose_engine_metrics,
-            n,
-            done,
-            chat=api == "chat",
-        )
-
-        async def events() -> AsyncIterator[bytes]:
-            try:
-                async for event in observer.relay(relay.events()):
-                    yield event
-            finally:
-                self._release(admitted)
-                server_span, client_span = spans
-                self.tracing.end_client(client_span, relay.endpoint.url, seen[0] if seen else None)
-                self.tracing.end_server(server_span, 200)
-                self._finish(api, pool, 200, True, started, rid, endpoint=relay.endpoint.url, route=plan.route)
-
-        return SSEResponse(events(), headers, on_disconnect=lambda: self.metrics.client_disconnects.labels(api).inc())
-
-    def _finish(
+    def finish(
         self,
         api: Api,
         pool: str,
@@ -429,34 +290,39 @@ class Gateway:
         return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def _json_or_none(body: bytes) -> dict[str, Any] | None:
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    return obj if isinstance(obj, dict) else None
+class SpecgateApp(FastAPI):
+    """FastAPI, with the two generation endpoints taken before its middleware and routing (gateway/generation.py
+    says why). They are also ordinary routes of the app, so that other methods get FastAPI's 405."""
+
+    generation: GenerationHandler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            api = PATHS.get(scope["path"])
+            if api is not None:
+                await self.generation(scope, receive, send, api)
+                return
+        await super().__call__(scope, receive, send)
 
 
-async def _wait_disconnect(request: Request) -> None:
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
+class _GenerationRoute:
+    def __init__(self, handler: GenerationHandler, api: Api) -> None:
+        self._handler = handler
+        self._api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handler(scope, receive, send, self._api)
 
 
-def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None) -> FastAPI:
+def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None) -> SpecgateApp:
     """The ASGI app. `span_exporter` overrides `tracing.exporter` (tests capture spans in memory with it)."""
     gw = Gateway(config, span_exporter)
-    app = FastAPI(title="specgate", version="0.1.0", lifespan=gw.lifespan)
+    app = SpecgateApp(title="specgate", version="0.1.0", lifespan=gw.lifespan)
     app.state.gateway = gw
-
-    @app.post("/v1/chat/completions", response_model=None, openapi_extra=request_body(CHAT_BODY))
-    async def chat_completions(request: Request) -> Response | SSEResponse:
-        return await gw.generate(request, "chat")
-
-    @app.post("/v1/completions", response_model=None, openapi_extra=request_body(COMPLETION_BODY))
-    async def completions(request: Request) -> Response | SSEResponse:
-        return await gw.generate(request, "completions")
+    app.generation = GenerationHandler(gw)
+    for path, api in PATHS.items():
+        app.router.routes.append(Route(path, _GenerationRoute(app.generation, api), methods=["POST"]))
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
@@ -507,3 +373,12 @@ def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None)
     app.include_router(admin_router(gw.control, config.admin_key))
     app.add_middleware(RequestIdMiddleware)
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema of its own routes, plus the two generation endpoints (plain routes, which it skips)."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        schema["paths"] = {**generation_paths(), **schema.get("paths", {})}
+        app.openapi_schema = schema
+    return app.openapi_schema

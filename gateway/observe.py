@@ -8,7 +8,7 @@ final usage chunk is parsed, then dropped if the client did not ask for usage, o
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -70,14 +70,14 @@ class StreamObserver:
     usage: tuple[int, int] = (0, 0)
     _saw_usage: bool = field(default=False)
 
-    async def relay(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        try:
-            async for event in events:
-                out = self._inspect(event)
-                if out is not None:
-                    yield out
-        finally:
-            self.on_done(self._observation())
+    def take(self, events: list[bytes]) -> bytes:
+        """The bytes to send on for events that arrived together (in order, usage chunk handled)."""
+        out = [kept for event in events if (kept := self._inspect(event)) is not None]
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def finish(self) -> None:
+        """The stream is over (whatever the reason): hand on what was observed."""
+        self.on_done(self._observation())
 
     def _inspect(self, event: bytes) -> bytes | None:
         data = event_data(event)

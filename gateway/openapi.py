@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CHAT_BODY", "COMPLETION_BODY", "request_body"]
+__all__ = ["CHAT_BODY", "COMPLETION_BODY", "generation_paths", "request_body"]
 
 _COMMON: dict[str, Any] = {
     "model": {"type": "string", "minLength": 1},
@@ -70,3 +70,55 @@ COMPLETION_BODY: dict[str, Any] = {
 
 def request_body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+_ERROR = {
+    "description": "An error in the OpenAI shape",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["error"],
+                "properties": {
+                    "error": {
+                        "type": "object",
+                        "properties": {
+                            "message": {"type": "string"},
+                            "type": {"type": "string"},
+                            "param": {"type": ["string", "null"]},
+                            "code": {"type": ["string", "null"]},
+                        },
+                    }
+                },
+            }
+        }
+    },
+}
+
+
+def _operation(summary: str, operation_id: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": summary,
+            "operationId": operation_id,
+            **request_body(schema),
+            "responses": {
+                "200": {
+                    "description": "The engine's answer; with `stream: true`, server-sent events ending in [DONE]",
+                    "content": {
+                        "application/json": {"schema": {}},
+                        "text/event-stream": {"schema": {"type": "string"}},
+                    },
+                },
+                "default": _ERROR,
+            },
+        }
+    }
+
+
+def generation_paths() -> dict[str, Any]:
+    """OpenAPI path items of the two generation endpoints (served by gateway/generation.py)."""
+    return {
+        "/v1/chat/completions": _operation("Chat Completions", "chat_completions_v1_chat_completions_post", CHAT_BODY),
+        "/v1/completions": _operation("Completions", "completions_v1_completions_post", COMPLETION_BODY),
+    }

@@ -11,17 +11,15 @@ which is how vLLM learns to abort the request.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import anyio
-import httpx
 import orjson
 
 from backends.pool import Endpoint, Pool
+from backends.upstream_http import ConnectFailed, Response, UpstreamClient, UpstreamFailure
 from gateway.config import GatewayConfig
 from gateway.errors import (
     GatewayError,
@@ -36,14 +34,13 @@ from gateway.metrics import GatewayMetrics
 from gateway.requests import ParsedRequest
 from gateway.sse import DONE, SSESplitter, encode_event, event_data
 
-__all__ = ["ClientGone", "Relay", "RelayResult", "StreamRelay"]
+__all__ = ["Relay", "RelayResult", "StreamRelay"]
 
 log = logging.getLogger("specgate.relay")
 
 _PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 _MAX_UPSTREAM_BODY = 64 * 1024 * 1024
 _MAX_ERROR_BODY = 64 * 1024
-_SHARDS = 16
 
 
 @dataclass(slots=True)
@@ -59,13 +56,13 @@ class RelayResult:
 
 @dataclass(slots=True)
 class StreamRelay:
-    """An open upstream stream whose first events are already in hand (so the try has succeeded)."""
+    """An open upstream stream whose first events are already in hand (so the try has succeeded).
+
+    Read it with `next_events` until None, then `close` it (always, whatever happened)."""
 
     pool: Pool
     endpoint: Endpoint
-    response: httpx.Response
-    # The one raw-byte iterator of `response` (httpx allows a body to be iterated only once).
-    chunks: AsyncIterator[bytes]
+    response: Response
     splitter: SSESplitter
     first_events: list[bytes]
     started_at: float
@@ -73,101 +70,65 @@ class StreamRelay:
     idle_timeout_s: float
     _closed: bool = field(default=False)
     batch_at_dispatch: float = 0.0
+    # "ok" once [DONE] came and the upstream ended; otherwise why the stream ended badly.
+    outcome: str = "client_disconnect"
+    _saw_done: bool = False
+    _over: bool = False
 
-    async def events(self) -> AsyncIterator[bytes]:
-        """Yield SSE events as bytes; ends with `[DONE]` or an in-band error event."""
-        outcome = "ok"
-        saw_done = False
-        try:
-            for event in self.first_events:
-                saw_done = saw_done or event_data(event) == DONE
-                yield event
-            if not saw_done:
-                async for event in self._rest():
-                    saw_done = saw_done or event_data(event) == DONE
-                    yield event
-            if not saw_done:
-                outcome = "truncated"
-                yield _error_event("upstream stream ended before completion", "bad_gateway")
-        except _StreamFailed as exc:
-            outcome = exc.reason
-            yield _error_event(exc.message, exc.code)
-        except BaseException:
-            outcome = "client_disconnect"
-            raise
-        finally:
-            await self.close(outcome)
-
-    async def _rest(self) -> AsyncIterator[bytes]:
-        iterator = self.chunks
-        while True:
+    async def next_events(self) -> list[bytes] | None:
+        """The next SSE events, those that arrived together (possibly none yet); None when the stream is over.
+        A stream that breaks, stalls or ends before `[DONE]` ends with an in-band error event."""
+        if self._over:
+            return None
+        if self.first_events:
+            events, self.first_events = self.first_events, []
+        else:
             try:
-                chunk = await anext(iterator)
-            except StopAsyncIteration:
-                return
-            except httpx.TimeoutException:
-                raise _StreamFailed("stream", "upstream stream stalled", "timeout") from None
-            except httpx.HTTPError as exc:
-                raise _StreamFailed("stream", f"upstream stream broke: {type(exc).__name__}", "bad_gateway") from None
+                chunk = await self.response.next_chunk(self.idle_timeout_s)
+            except TimeoutError:
+                return self._end("stream", "upstream stream stalled", "timeout")
+            except UpstreamFailure as exc:
+                return self._end("stream", f"upstream stream broke: {exc}", "bad_gateway")
+            if not chunk:
+                if self._saw_done:
+                    self._over = True
+                    self.outcome = "ok"
+                    return None
+                return self._end("truncated", "upstream stream ended before completion", "bad_gateway")
             try:
                 events = self.splitter.feed(chunk)
             except ValueError as exc:
-                raise _StreamFailed("stream", str(exc), "bad_gateway") from None
+                return self._end("stream", str(exc), "bad_gateway")
+        if not self._saw_done:
+            # A substring test first: parsing every event to find the last one costs more.
             for event in events:
-                yield event
+                if DONE in event and event_data(event) == DONE:
+                    self._saw_done = True
+        return events
 
-    async def close(self, outcome: str) -> None:
+    def _end(self, outcome: str, message: str, code: str) -> list[bytes]:
+        self._over = True
+        self.outcome = outcome
+        return [encode_event(error_body(message, "api_error", None, code))]
+
+    def close(self) -> None:
+        """Synchronous, so that it also runs to the end inside a task being cancelled on client disconnect: the
+        upstream connection must be closed for the engine to abort the request."""
         if self._closed:
             return
         self._closed = True
-        # Shielded: this runs while the task is being cancelled on client disconnect, and the
-        # upstream connection must still be closed so the engine aborts the request.
-        with anyio.CancelScope(shield=True):
-            await self.response.aclose()
-        self.on_close(outcome)
-
-
-class _StreamFailed(Exception):
-    def __init__(self, reason: str, message: str, code: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.code = code
-
-
-def _error_event(message: str, code: str) -> bytes:
-    return encode_event(error_body(message, "api_error", None, code))
+        self.response.close()
+        self.on_close(self.outcome)
 
 
 class Relay:
     def __init__(self, config: GatewayConfig, metrics: GatewayMetrics) -> None:
         self._config = config
         self._metrics = metrics
-        t = config.timeouts
-        timeout = httpx.Timeout(connect=t.connect_s, read=t.stream_idle_s, write=30.0, pool=t.connect_s)
-        # Several small connection pools instead of one big one: httpcore scans every connection of a pool for
-        # each request it assigns, so with hundreds of concurrent streams one pool spent most of the gateway's CPU
-        # in that scan (profiled with py-spy: ~60%). Requests rotate over the shards.
-        self._clients = [
-            httpx.AsyncClient(
-                timeout=timeout,
-                limits=httpx.Limits(
-                    max_connections=max(16, 4096 // _SHARDS),
-                    max_keepalive_connections=max(8, 512 // _SHARDS),
-                    keepalive_expiry=30.0,
-                ),
-            )
-            for _ in range(_SHARDS)
-        ]
-        self._next = 0
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        self._next = (self._next + 1) % _SHARDS
-        return self._clients[self._next]
+        self._client = UpstreamClient()
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(c.aclose() for c in self._clients))
+        self._client.close()
 
     def _breaker_failure(self, endpoint: Endpoint) -> None:
         opens = endpoint.breaker.opens
@@ -179,38 +140,9 @@ class Relay:
                 extra={"pool": endpoint.pool, "endpoint": endpoint.url, "open_s": endpoint.breaker.open_for},
             )
 
-    async def send(
-        self,
-        req: ParsedRequest,
-        pool: Pool,
-        headers: dict[str, str],
-        wait_disconnect: Callable[[], Awaitable[None]],
-    ) -> RelayResult | StreamRelay:
-        """Relay `req`; raises ClientGone if the client leaves first (the upstream is then closed).
-
-        The disconnect watch covers the whole try, header wait included: vLLM sends the headers of a
-        non-streaming answer only when the answer is complete.
-        """
-        work = asyncio.ensure_future(self._send(req, pool, headers))
-        gone = asyncio.ensure_future(wait_disconnect())
-        try:
-            done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            work.cancel()
-            gone.cancel()
-            await asyncio.gather(work, gone, return_exceptions=True)
-            raise
-        if work in done:
-            gone.cancel()
-            await asyncio.gather(gone, return_exceptions=True)
-            return work.result()
-        work.cancel()
-        (outcome,) = await asyncio.gather(work, return_exceptions=True)
-        if isinstance(outcome, StreamRelay):
-            await outcome.close("client_disconnect")
-        raise ClientGone()
-
-    async def _send(self, req: ParsedRequest, pool: Pool, headers: dict[str, str]) -> RelayResult | StreamRelay:
+    async def send(self, req: ParsedRequest, pool: Pool, headers: dict[str, str]) -> RelayResult | StreamRelay:
+        """Relay `req`, failing over as the module says. Cancelling it (the client left) closes the upstream
+        connection, so that the engine aborts the request."""
         body = orjson.dumps(req.body) if req.modified else req.raw
         tried: set[Endpoint] = set()
         last_error: GatewayError | None = None
@@ -287,56 +219,58 @@ class Relay:
                 elif outcome:
                     self._breaker_failure(endpoint)
 
-        client = self.client
-        upstream = client.build_request("POST", endpoint.url + _PATHS[req.api], content=body, headers=headers)
-        response: httpx.Response | None = None
+        t = self._config.timeouts
+        response: Response | None = None
         try:
             try:
-                async with asyncio.timeout(self._config.timeouts.first_byte_s):
-                    response = await client.send(upstream, stream=True)
-                    if response.status_code >= 400:
-                        raw = await _read_bounded(response, _MAX_ERROR_BODY)
-                        await response.aclose()
-                        error = normalise_upstream_error(response.status_code, raw)
-                        if response.status_code >= 500:
-                            raise _RetryableFailure("http_5xx", _server_error(error, self._config))
-                        raise error
-                    if req.stream:
-                        splitter = SSESplitter()
-                        chunks = response.aiter_raw()
-                        first = await _first_events(chunks, splitter)
-                        return StreamRelay(
-                            pool,
-                            endpoint,
-                            response,
-                            chunks,
-                            splitter,
-                            first,
-                            started,
-                            release,
-                            self._config.timeouts.stream_idle_s,
-                            batch_at_dispatch=batch,
-                        )
-            except httpx.ConnectError as exc:
-                endpoint.eject(f"connect failed: {type(exc).__name__}")
+                response = await self._client.post(
+                    endpoint.url,
+                    _PATHS[req.api],
+                    body,
+                    headers,
+                    connect_s=t.connect_s,
+                    head_s=t.first_byte_s,
+                )
+                if response.status >= 400:
+                    raw = await response.read(_MAX_ERROR_BODY, _left(started, t.first_byte_s))
+                    response.close()
+                    error = normalise_upstream_error(response.status, raw)
+                    if response.status >= 500:
+                        raise _RetryableFailure("http_5xx", _server_error(error, self._config))
+                    raise error
+                if req.stream:
+                    splitter = SSESplitter()
+                    first = await _first_events(response, splitter, started, t.first_byte_s)
+                    return StreamRelay(
+                        pool,
+                        endpoint,
+                        response,
+                        splitter,
+                        first,
+                        started,
+                        release,
+                        t.stream_idle_s,
+                        batch_at_dispatch=batch,
+                    )
+            except ConnectFailed as exc:
+                endpoint.eject(f"connect failed: {exc}")
                 raise _RetryableFailure(
                     "connect",
                     NoHealthyEndpoint("upstream connection failed", retry_after_s=self._config.server.retry_after_s),
                 ) from None
-            except (TimeoutError, httpx.TimeoutException):
+            except TimeoutError:
                 raise _RetryableFailure("timeout", UpstreamTimeout("upstream engine did not answer in time")) from None
             except _EmptyStream:
                 raise _RetryableFailure("stream", UpstreamError("upstream stream ended before any event")) from None
-            except httpx.HTTPError as exc:
-                raise _RetryableFailure("protocol", UpstreamError(f"upstream failed: {type(exc).__name__}")) from None
+            except UpstreamFailure as exc:
+                raise _RetryableFailure("protocol", UpstreamError(f"upstream failed: {exc}")) from None
             # Non-streaming: the try has succeeded once headers are in; read the body, but stop as soon
             # as the client goes away so the engine does not keep generating for nobody.
-            raw = await _read_body(response)
-            return RelayResult(response.status_code, raw, pool, endpoint, batch)
+            raw = await _read_body(response, t.stream_idle_s)
+            return RelayResult(response.status, raw, pool, endpoint, batch)
         except BaseException:
             if response is not None:
-                with anyio.CancelScope(shield=True):
-                    await response.aclose()
+                response.close()
             release()
             raise
         finally:
@@ -349,10 +283,6 @@ class _RetryableFailure(Exception):
         super().__init__(reason)
         self.reason = reason
         self.error = error
-
-
-class ClientGone(Exception):
-    """The client disconnected before a non-streaming answer was complete."""
 
 
 class _EmptyStream(Exception):
@@ -373,23 +303,17 @@ def _server_error(error: GatewayError, config: GatewayConfig) -> GatewayError:
     return UpstreamError(f"upstream engine failed: {error.message}")
 
 
-async def _read_bounded(response: httpx.Response, limit: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_raw():
-        size += len(chunk)
-        parts.append(chunk)
-        if size > limit:
-            break  # the caller sees more than `limit` bytes and knows the answer was cut
-    return b"".join(parts)
+def _left(started: float, budget_s: float) -> float:
+    """Seconds left of a budget that began at `started` (at least a millisecond, so a wait can still see data
+    that is already in)."""
+    return max(0.001, started + budget_s - time.monotonic())
 
 
-async def _first_events(chunks: AsyncIterator[bytes], splitter: SSESplitter) -> list[bytes]:
+async def _first_events(response: Response, splitter: SSESplitter, started: float, budget_s: float) -> list[bytes]:
     while True:
-        try:
-            chunk = await anext(chunks)
-        except StopAsyncIteration:
-            raise _EmptyStream() from None
+        chunk = await response.next_chunk(_left(started, budget_s))
+        if not chunk:
+            raise _EmptyStream()
         try:
             events = splitter.feed(chunk)
         except ValueError:
@@ -398,13 +322,13 @@ async def _first_events(chunks: AsyncIterator[bytes], splitter: SSESplitter) -> 
             return events
 
 
-async def _read_body(response: httpx.Response) -> bytes:
+async def _read_body(response: Response, idle_timeout_s: float) -> bytes:
     try:
-        body = await _read_bounded(response, _MAX_UPSTREAM_BODY + 1)
-    except httpx.TimeoutException:
+        body = await response.read(_MAX_UPSTREAM_BODY, idle_timeout_s)
+    except TimeoutError:
         raise UpstreamTimeout("upstream engine stalled while answering") from None
-    except httpx.HTTPError as exc:
-        raise UpstreamError(f"upstream answer broke off: {type(exc).__name__}") from None
+    except UpstreamFailure as exc:
+        raise UpstreamError(f"upstream answer broke off: {exc}") from None
     if len(body) > _MAX_UPSTREAM_BODY:
         raise UpstreamError("upstream answer is larger than the gateway relays")
     return body

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
+from starlette.types import Receive
 
 from gateway.errors import InvalidRequest, PayloadTooLarge
 
-__all__ = ["Api", "ParsedRequest", "parse_body", "read_body"]
+__all__ = ["Api", "ClientGone", "ParsedRequest", "parse_body", "read_body"]
 
 Api = Literal["chat", "completions"]
 _MAX_N = 128
@@ -33,8 +34,12 @@ class ParsedRequest:
     modified: bool = False
 
 
-async def read_body(receive_stream: Any, content_length: str | None, limit: int) -> bytes:
-    """Read the request body, refusing (413) as soon as it is known to exceed `limit` bytes."""
+class ClientGone(Exception):
+    """The client disconnected while its request body was still being read."""
+
+
+async def read_body(receive: Receive, content_length: str | None, limit: int) -> bytes:
+    """Read the request body from ASGI `receive`, refusing (413) as soon as it is known to exceed `limit` bytes."""
     if content_length is not None:
         try:
             declared = int(content_length)
@@ -44,12 +49,17 @@ async def read_body(receive_stream: Any, content_length: str | None, limit: int)
             raise PayloadTooLarge(f"request body of {declared} bytes exceeds the limit of {limit} bytes")
     parts: list[bytes] = []
     size = 0
-    async for chunk in receive_stream:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone()
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
         parts.append(chunk)
-    return b"".join(parts)
+        if not message.get("more_body", False):
+            return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _is_int(value: Any) -> bool:

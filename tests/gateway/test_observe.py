@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
 import orjson
 
 from backends.pool import Pool
@@ -28,20 +25,24 @@ def usage(metrics: dict | None) -> bytes:
     return encode_event(orjson.dumps(body).replace(b'"choices": []', b'"choices":[]'))
 
 
-async def events(items: list[bytes]) -> AsyncIterator[bytes]:
-    for item in items:
-        yield item
-
-
 def relay(items: list[bytes], client_usage: bool) -> tuple[list[bytes], list[Observation]]:
+    """Feed events one batch each; returns what would be sent on (per batch) and the observation."""
     seen: list[Observation] = []
     plan = Plan("code", POOL, 3, 3, client_usage=client_usage)
     obs = StreamObserver(plan, "e", 2.0, 0.0, False, 1, seen.append)
+    out = [sent for item in items if (sent := obs.take([item]))]
+    assert seen == []
+    obs.finish()
+    return out, seen
 
-    async def go() -> list[bytes]:
-        return [e async for e in obs.relay(events(items))]
 
-    return asyncio.run(go()), seen
+def test_events_that_arrive_together_are_sent_together() -> None:
+    seen: list[Observation] = []
+    obs = StreamObserver(Plan("code", POOL, 3, 3, client_usage=False), "e", 2.0, 0.0, False, 1, seen.append)
+    done = encode_event(b"[DONE]")
+    assert obs.take([chunk("a"), chunk("b"), usage(SPEC), done]) == chunk("a") + chunk("b") + done
+    obs.finish()
+    assert seen[0].spec is not None and seen[0].completion_tokens == 12
 
 
 SPEC = {

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import orjson
 import pytest
 
 from gateway.errors import InvalidRequest, PayloadTooLarge
-from gateway.requests import parse_body, read_body
+from gateway.requests import ClientGone, parse_body, read_body
 
 
 def chat(**kw: object) -> bytes:
@@ -50,16 +53,31 @@ def test_bad_bodies_name_param(raw: bytes, api: str, param: str | None) -> None:
     assert info.value.param == param
 
 
-async def _chunks(*parts: bytes):  # type: ignore[no-untyped-def]
-    for p in parts:
-        yield p
+def _receive(*parts: bytes, disconnect: bool = False) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """An ASGI `receive` that hands out `parts` as one request body (then a disconnect, if asked)."""
+    messages: list[dict[str, Any]] = [
+        {"type": "http.request", "body": p, "more_body": disconnect or i < len(parts) - 1} for i, p in enumerate(parts)
+    ]
+    if disconnect:
+        messages.append({"type": "http.disconnect"})
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    return receive
 
 
 async def test_read_body_limits() -> None:
-    assert await read_body(_chunks(b"ab", b"cd"), None, 10) == b"abcd"
+    assert await read_body(_receive(b"ab", b"cd"), None, 10) == b"abcd"
+    assert await read_body(_receive(b""), None, 10) == b""
     with pytest.raises(PayloadTooLarge):
-        await read_body(_chunks(b"x" * 6, b"x" * 6), None, 10)
+        await read_body(_receive(b"x" * 6, b"x" * 6), None, 10)
     with pytest.raises(PayloadTooLarge):
-        await read_body(_chunks(), "11", 10)
+        await read_body(_receive(b""), "11", 10)
     with pytest.raises(InvalidRequest):
-        await read_body(_chunks(), "ten", 10)
+        await read_body(_receive(b""), "ten", 10)
+
+
+async def test_read_body_client_gone() -> None:
+    with pytest.raises(ClientGone):
+        await read_body(_receive(b"ab", disconnect=True), None, 10)

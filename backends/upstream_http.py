@@ -1,0 +1,374 @@
+"""A lean HTTP/1.1 client for the relay's calls to engines: an asyncio protocol per connection, the httptools
+(llhttp) parser, keep-alive pools per origin.
+
+Why not httpx here: profiled under load, httpx/httpcore/anyio/h11 took about half of the gateway's CPU per request
+(docs/performance.md). The relay needs little of what they offer: one POST at a time per connection, a status, a
+body that arrives as chunks, timeouts, and closing. Health checks and scrapes (not on the request path) still
+use httpx.
+
+Closing a response before its body is complete closes the connection: that is how vLLM learns that the client
+left and aborts the request. A complete answer on a keep-alive connection returns the connection to its pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from urllib.parse import urlsplit
+
+import httptools
+
+__all__ = ["ConnectFailed", "Response", "UpstreamClient", "UpstreamFailure"]
+
+# Stop reading from the socket while this much of a streamed body waits for the relay to take it.
+_HIGH_WATER = 256 * 1024
+# Small bodies go out with their head in one write (one syscall); big ones in two (no copy).
+_JOIN_BELOW = 64 * 1024
+
+
+class UpstreamFailure(Exception):
+    """The exchange failed after the connection was made: a malformed answer, or the connection closed early."""
+
+
+class ConnectFailed(UpstreamFailure):
+    """No connection could be made (refused, unreachable, DNS, TLS handshake, or the connect timeout)."""
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
+class _Connection(asyncio.Protocol):
+    """One upstream connection; carries one exchange at a time."""
+
+    def __init__(self, origin: _Origin) -> None:
+        self.origin = origin
+        self.loop = origin.loop
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.status = 0
+        self.headers_done = False
+        self.complete = False
+        self.body: list[bytes] = []
+        self.buffered = 0
+        self.paused = False
+        self.error: UpstreamFailure | None = None
+        self.got_bytes = False
+        self.closed = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.idle_since = 0.0
+        # An answer with neither Content-Length nor chunked coding ends when the connection closes.
+        self.length_known = False
+        self.keep_alive = False
+
+    # -- protocol callbacks (event loop) --
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self.origin.is_idle(self):
+            # Nothing is owed on an idle connection: whatever comes is a protocol error; drop the connection.
+            self.abort()
+            return
+        self.got_bytes = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(UpstreamFailure(f"malformed upstream answer: {exc}"))
+            self.abort()
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.origin.forget(self)
+        if self.headers_done and not self.complete and not self.length_known and self.error is None:
+            self.complete = True  # body delimited by the end of the connection
+        elif not self.complete:
+            self._fail(UpstreamFailure("upstream closed the connection before the answer was complete"))
+        self._wake()
+
+    def pause_writing(self) -> None:  # asyncio requires these; request bodies are written whole
+        pass
+
+    def resume_writing(self) -> None:
+        pass
+
+    # -- parser callbacks --
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        lowered = name.lower()
+        if lowered == b"content-length" or (lowered == b"transfer-encoding" and b"chunked" in value.lower()):
+            self.length_known = True
+
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+        self.headers_done = True
+        self._wake()
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+        self.buffered += len(body)
+        if self.buffered > _HIGH_WATER and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+        # Asked here: once feed_data() returns, the parser has moved on and always says no.
+        self.keep_alive = self.parser.should_keep_alive()
+        self._wake()
+
+    # -- used by Response and the pool --
+
+    def _fail(self, error: UpstreamFailure) -> None:
+        if self.error is None:
+            self.error = error
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, within_s: float) -> None:
+        waiter = self.loop.create_future()
+        self.waiter = waiter
+        # A loop timer rather than asyncio.timeout(): this runs for every chunk, and needs no task lookup or context.
+        timer = self.loop.call_later(within_s, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self.waiter = None
+
+    def start(self, payload: bytes, body: bytes) -> None:
+        self.status = 0
+        self.headers_done = self.complete = self.got_bytes = self.length_known = self.keep_alive = False
+        self.error = None
+        assert self.transport is not None
+        if body and len(body) >= _JOIN_BELOW:
+            self.transport.write(payload)
+            self.transport.write(body)
+        else:
+            self.transport.write(payload + body if body else payload)
+
+    def take(self) -> bytes:
+        data = self.body[0] if len(self.body) == 1 else b"".join(self.body)
+        self.body.clear()
+        self.buffered = 0
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return data
+
+    def reusable(self) -> bool:
+        return self.complete and self.keep_alive and not self.closed and self.error is None
+
+    def abort(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
+        self.origin.forget(self)
+
+
+class Response:
+    """An answer whose head has arrived. Read its body with `next_chunk` / `read`, then `close` it (always)."""
+
+    __slots__ = ("_conn", "_done", "status")
+
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
+        self.status = conn.status
+        self._done = False
+
+    async def next_chunk(self, within_s: float) -> bytes:
+        """The body bytes received since the last call (waiting up to `within_s` s for some); b"" at the end.
+        Raises TimeoutError when nothing came in time and UpstreamFailure when the answer broke off."""
+        if self._done:
+            return b""
+        conn = self._conn
+        while True:
+            if conn.body:
+                return conn.take()
+            if conn.complete:
+                self._finish()
+                return b""
+            if conn.error is not None:
+                raise conn.error
+            await conn.wait(within_s)
+
+    async def read(self, limit: int, idle_s: float) -> bytes:
+        """The whole body, or its first bytes past `limit` (more than `limit` bytes back means: too big)."""
+        parts: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = await self.next_chunk(idle_s)
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _finish(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        conn = self._conn
+        if conn.reusable():
+            conn.origin.release(conn)
+        else:
+            conn.abort()
+
+    def close(self) -> None:
+        """Give the connection back (answer complete) or close it (anything else: the engine then aborts)."""
+        if self._done:
+            return
+        conn = self._conn
+        if conn.complete and not conn.body:
+            self._finish()
+            return
+        self._done = True
+        conn.abort()
+
+
+class _Origin:
+    """Connections to one scheme://host:port."""
+
+    def __init__(self, url: str, max_idle: int, idle_expiry_s: float, ssl_context: ssl.SSLContext | None) -> None:
+        parts = urlsplit(url)
+        self.loop = asyncio.get_running_loop()
+        self.host = parts.hostname or ""
+        tls = parts.scheme == "https"
+        self.port = parts.port or (443 if tls else 80)
+        self.ssl = (ssl_context or ssl.create_default_context()) if tls else None
+        default_port = parts.port is None
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.host_header = (host if default_port else f"{host}:{self.port}").encode("ascii")
+        self.prefix = parts.path.rstrip("/").encode("ascii")
+        self.max_idle = max_idle
+        self.idle_expiry_s = idle_expiry_s
+        # An ordered set: popitem() gives the most recently used connection (warm), the oldest expire.
+        self.idle: dict[_Connection, None] = {}
+
+    def is_idle(self, conn: _Connection) -> bool:
+        return conn in self.idle
+
+    def forget(self, conn: _Connection) -> None:
+        self.idle.pop(conn, None)
+
+    def release(self, conn: _Connection) -> None:
+        if len(self.idle) >= self.max_idle:
+            conn.abort()
+            return
+        conn.idle_since = time.monotonic()
+        self.idle[conn] = None
+
+    def take_idle(self) -> _Connection | None:
+        now = time.monotonic()
+        while self.idle:
+            conn, _ = self.idle.popitem()
+            if conn.closed or now - conn.idle_since > self.idle_expiry_s:
+                conn.abort()
+                continue
+            return conn
+        return None
+
+    async def connect(self, within_s: float) -> _Connection:
+        conn = _Connection(self)
+        try:
+            async with asyncio.timeout(within_s):
+                await self.loop.create_connection(
+                    lambda: conn, self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.ssl else None
+                )
+        except (OSError, TimeoutError, ssl.SSLError) as exc:
+            raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {type(exc).__name__}") from None
+        return conn
+
+    def close(self) -> None:
+        while self.idle:
+            conn, _ = self.idle.popitem()
+            conn.abort()
+
+
+def _header_lines(headers: dict[str, str]) -> bytes:
+    lines = []
+    for name, value in headers.items():
+        if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+            continue  # never let a client's header value split the upstream request
+        lines.append(f"{name}: {value}\r\n")
+    return "".join(lines).encode("latin-1")
+
+
+class UpstreamClient:
+    """Keep-alive connection pools, one per origin (created on first use)."""
+
+    def __init__(
+        self, *, max_idle_per_origin: int = 512, idle_expiry_s: float = 30.0, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
+        self._origins: dict[str, _Origin] = {}
+        self._max_idle = max_idle_per_origin
+        self._idle_expiry_s = idle_expiry_s
+        self._ssl = ssl_context
+
+    def _origin(self, base_url: str) -> _Origin:
+        origin = self._origins.get(base_url)
+        if origin is None:
+            origin = self._origins[base_url] = _Origin(base_url, self._max_idle, self._idle_expiry_s, self._ssl)
+        return origin
+
+    async def post(
+        self,
+        base_url: str,
+        path: str,
+        body: bytes,
+        headers: dict[str, str],
+        *,
+        connect_s: float,
+        head_s: float,
+    ) -> Response:
+        """POST `body` to base_url + path; returns once the answer's head is in.
+
+        Raises ConnectFailed (no connection within `connect_s`), TimeoutError (no head within `head_s` of
+        sending) or UpstreamFailure.
+        A kept-alive connection that the engine closed just before this request was written (its idle timeout)
+        fails without a byte back: that request never reached the engine and is sent once more on a new one.
+        """
+        origin = self._origin(base_url)
+        payload = b"POST %s%s HTTP/1.1\r\nhost: %s\r\ncontent-length: %d\r\n%s\r\n" % (
+            origin.prefix,
+            path.encode("ascii"),
+            origin.host_header,
+            len(body),
+            _header_lines(headers),
+        )
+        while True:
+            conn = origin.take_idle()
+            reused = conn is not None
+            if conn is None:
+                conn = await origin.connect(connect_s)
+            conn.start(payload, body)
+            try:
+                while not conn.headers_done:
+                    if conn.error is not None:
+                        raise conn.error
+                    await conn.wait(head_s)
+            except UpstreamFailure:
+                conn.abort()
+                if reused and not conn.got_bytes:
+                    continue
+                raise
+            except BaseException:
+                conn.abort()
+                raise
+            return Response(conn)
+
+    def close(self) -> None:
+        for origin in self._origins.values():
+            origin.close()
+        self._origins.clear()

@@ -1,0 +1,292 @@
+"""POST /v1/chat/completions and /v1/completions as a plain ASGI handler, served ahead of FastAPI's routing.
+
+Profiled under load, FastAPI/Starlette request handling (routing, Request objects, middleware, response classes)
+took about a quarter of the gateway's CPU per request (docs/performance.md). Here a request costs a dict of its
+headers and direct `send` calls. The rest of the API (admin, models, health, metrics) stays on FastAPI, and
+/openapi.json still describes these two paths (gateway/openapi.py).
+
+Client disconnects: once the request is read, one watcher task waits for `http.disconnect` and cancels the
+handler, which closes the upstream connection (so vLLM aborts the request) and counts the disconnect. Under ASGI
+2.4 (what uvicorn speaks) a server drops sends to a closed connection silently, so without the watcher the engine
+would go on generating for nobody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import orjson
+from opentelemetry.trace import Span
+from starlette.types import Receive, Scope, Send
+
+from controllers.observations import Observation
+from gateway.dispatch import Plan
+from gateway.errors import GatewayError, RequestTimeout
+from gateway.observe import StreamObserver, observe_body
+from gateway.relay import RelayResult, StreamRelay
+from gateway.requests import Api, ClientGone, parse_body, read_body
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+__all__ = ["PATHS", "GenerationHandler"]
+
+log = logging.getLogger("specgate.access")
+
+PATHS: dict[str, Api] = {"/v1/chat/completions": "chat", "/v1/completions": "completions"}
+_PASS_UPSTREAM = ("traceparent", "tracestate")
+_JSON = b"application/json"
+_SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+
+
+def _header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Request headers by (lower-case) name; the first of repeated ones wins, as with Starlette's `Headers.get`."""
+    out: dict[str, str] = {}
+    for name, value in raw:
+        key = name.decode("latin-1")
+        if key not in out:
+            out[key] = value.decode("latin-1")
+    return out
+
+
+def _request_id(headers: dict[str, str]) -> str:
+    """The client's `x-request-id` if it is usable, else a new one (echoed on every answer, errors included)."""
+    rid = headers.get("x-request-id", "")[:128]
+    return rid if rid and rid.isprintable() else uuid.uuid4().hex
+
+
+def _upstream_headers(headers: dict[str, str], rid: str, stream: bool) -> dict[str, str]:
+    out = {"content-type": "application/json", "x-request-id": rid}
+    if stream:
+        out["accept"] = "text/event-stream"
+    for name in _PASS_UPSTREAM:
+        value = headers.get(name)
+        if value:
+            out[name] = value
+    return out
+
+
+def _encode(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+
+
+class _DisconnectWatch:
+    """Waits for `http.disconnect` and then cancels the handler's task; `stop` ends the watch."""
+
+    __slots__ = ("_answer", "_task", "_watch", "fired")
+
+    def __init__(self, receive: Receive, answer: _Answer) -> None:
+        self.fired = False
+        self._answer = answer
+        self._task = asyncio.current_task()
+        self._watch = asyncio.get_running_loop().create_task(self._wait(receive))
+
+    async def _wait(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        # uvicorn also says "disconnect" once the answer is complete: that is no reason to cancel anything.
+        if self._task is not None and not self._answer.complete:
+            self.fired = True
+            self._task.cancel()
+
+    def stop(self) -> None:
+        # After this the watch can no longer cancel the handler, even if the disconnect is already in.
+        self._task = None
+        self._watch.cancel()
+
+
+class _Answer:
+    """The response side of one exchange: whether it has started, and the headers every answer carries."""
+
+    __slots__ = ("_rid", "_send", "complete", "started", "status")
+
+    def __init__(self, send: Send, rid: str) -> None:
+        self._send = send
+        self._rid = rid.encode("latin-1")
+        self.started = False
+        self.complete = False
+        self.status = 0
+
+    async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        self.started = True
+        self.status = status
+        headers.append((b"x-request-id", self._rid))
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def whole(self, status: int, body: bytes, content_type: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        headers += [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
+        await self.start(status, headers)
+        self.complete = True
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def error(self, exc: GatewayError) -> None:
+        await self.whole(exc.status, exc.body(), _JSON, _encode(exc.headers()))
+
+    async def chunk(self, body: bytes) -> None:
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def end(self) -> None:
+        self.complete = True
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class GenerationHandler:
+    def __init__(self, gw: Gateway) -> None:
+        self._gw = gw
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, api: Api) -> None:
+        gw = self._gw
+        started = time.monotonic()
+        headers = _header_map(scope["headers"])
+        rid = _request_id(headers)
+        answer = _Answer(send, rid)
+        gw.metrics.in_flight.labels(api).inc()
+        plan: Plan | None = None
+        endpoint = ""
+        stream = False
+        status = 500
+        admitted: str | None = None
+        watch: _DisconnectWatch | None = None
+        server_span = gw.tracing.server_span(scope["method"], scope["path"], headers)
+        client_span: Span | None = None
+        seen: list[Observation] = []
+        try:
+            tenant = await gw.auth.tenant(headers)
+            admitted = gw.admit(tenant)
+            limit_headers = await gw.limiter.admit(tenant)
+            raw = await self._read(receive, headers)
+            parsed = parse_body(raw, api)
+            stream = parsed.stream
+            plan = gw.dispatcher.plan(parsed, headers, tenant)
+            gw.metrics.route_requests.labels(plan.route).inc()
+            client_span = gw.tracing.client_span(
+                server_span, api, parsed.body, plan.route, plan.pool.name, plan.k, plan.explored
+            )
+            upstream_headers = _upstream_headers(headers, rid, stream)
+            gw.tracing.inject(client_span, upstream_headers)
+            watch = _DisconnectWatch(receive, answer)
+            result = await gw.relay.send(parsed, plan.pool, upstream_headers)
+            gw.metrics.spec_requests.labels(plan.route, plan.pool.name, str(plan.k)).inc()
+            if plan.explored:
+                gw.metrics.explored_requests.labels(plan.route).inc()
+            out = _encode({"x-specgate-route": plan.route, "x-specgate-k": str(plan.k), **limit_headers})
+            n = parsed.body.get("n") or 1
+            if isinstance(result, RelayResult):
+                endpoint = result.endpoint.url
+                status = result.status
+                body, obs = observe_body(
+                    result.body,
+                    plan,
+                    endpoint,
+                    result.batch_at_dispatch,
+                    expose_metrics=gw.config.server.expose_engine_metrics,
+                    n=n,
+                    e2e_s=time.monotonic() - started,
+                )
+                if obs is not None and status == 200:
+                    seen.append(obs)
+                    gw.record(obs)
+                    gw.charge(tenant, obs)
+                if client_span is not None:
+                    gw.tracing.end_client(client_span, endpoint, obs, _json_or_none(body))
+                    client_span = None
+                await answer.whole(status, body, _JSON, out)
+            else:
+                endpoint = result.endpoint.url
+                status = 200
+                await self._stream(result, plan, api, started, n, out, answer, tenant, seen)
+        except GatewayError as exc:
+            if answer.started:  # cannot happen (streams report failures in-band); never send a second head
+                log.error("error after the answer started", extra={"request_id": rid, "error": exc.message})
+            else:
+                status = exc.status
+                await answer.error(exc)
+        except ClientGone:
+            status = 499
+            gw.metrics.client_disconnects.labels(api).inc()
+        except asyncio.CancelledError:
+            if watch is None or not watch.fired:
+                raise  # the server is shutting down, not the client leaving
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            status = answer.status or 499
+            gw.metrics.client_disconnects.labels(api).inc()
+        except Exception:
+            log.exception("unhandled error", extra={"request_id": rid})
+            status = 500
+            if not answer.started:
+                await answer.error(GatewayError("internal gateway error"))
+        finally:
+            if watch is not None:
+                watch.stop()
+            gw.release(admitted)
+            if client_span is not None:
+                failed = str(status) if status >= 400 else None
+                gw.tracing.end_client(client_span, endpoint or None, seen[0] if seen else None, error=failed)
+            gw.tracing.end_server(server_span, status)
+            route = plan.route if plan else "none"
+            gw.finish(api, plan.pool.name if plan else "none", status, stream, started, rid, endpoint, route)
+
+    async def _read(self, receive: Receive, headers: dict[str, str]) -> bytes:
+        config = self._gw.config
+        try:
+            async with asyncio.timeout(config.timeouts.client_body_s):
+                return await read_body(receive, headers.get("content-length"), config.server.max_body_bytes)
+        except TimeoutError:
+            raise RequestTimeout(
+                f"the request body did not arrive within {config.timeouts.client_body_s:g} s"
+            ) from None
+
+    async def _stream(
+        self,
+        relay: StreamRelay,
+        plan: Plan,
+        api: Api,
+        started: float,
+        n: int,
+        headers: list[tuple[bytes, bytes]],
+        answer: _Answer,
+        tenant: str | None,
+        seen: list[Observation],
+    ) -> None:
+        gw = self._gw
+        gw.metrics.ttft.labels(relay.pool.name).observe(time.monotonic() - started)
+
+        def done(obs: Observation) -> None:
+            seen.append(obs)
+            gw.record(obs)
+            gw.charge(tenant, obs)
+
+        observer = StreamObserver(
+            plan,
+            relay.endpoint.url,
+            relay.batch_at_dispatch,
+            started,
+            gw.config.server.expose_engine_metrics,
+            n,
+            done,
+            chat=api == "chat",
+        )
+        try:
+            await answer.start(200, [*_SSE_HEADERS, *headers])
+            while (events := await relay.next_events()) is not None:
+                out = observer.take(events)
+                if out:
+                    await answer.chunk(out)
+            await answer.end()
+        finally:
+            relay.close()
+            observer.finish()
+
+
+def _json_or_none(body: bytes) -> dict[str, object] | None:
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None

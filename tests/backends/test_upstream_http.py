@@ -1,0 +1,320 @@
+"""The relay's HTTP/1.1 client against real sockets: a scripted asyncio server in the test's loop answers each
+request as the test says (keep-alive, chunked, close-delimited, stalls, garbage, early closes, TLS)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import subprocess
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from backends.upstream_http import ConnectFailed, UpstreamClient, UpstreamFailure
+
+HEAD_OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+
+
+@dataclass
+class Seen:
+    head: bytes
+    body: bytes
+    connection: int  # which connection (1, 2, ...) it came on
+    index: int  # which request on that connection (1, 2, ...)
+
+
+# respond(seen, reader, writer) -> keep the connection open for another request?
+Respond = Callable[[Seen, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[bool]]
+
+
+@dataclass
+class Server:
+    url: str
+    requests: list[Seen] = field(default_factory=list)
+    connections: int = 0
+    eof_seen: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@asynccontextmanager
+async def serve(respond: Respond, ssl_context: ssl.SSLContext | None = None) -> AsyncIterator[Server]:
+    state = Server("")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        state.connections += 1
+        number, index = state.connections, 0
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    state.eof_seen.set()
+                    return
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                index += 1
+                seen = Seen(head, await reader.readexactly(length), number, index)
+                state.requests.append(seen)
+                if not await respond(seen, reader, writer):
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            state.eof_seen.set()
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=ssl_context)
+    port = server.sockets[0].getsockname()[1]
+    state.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
+    try:
+        yield state
+    finally:
+        server.close()
+
+
+async def json_answer(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    payload = b'{"n": %d}' % len(seen.body)
+    writer.write(HEAD_OK + b"content-length: %d\r\n\r\n" % len(payload) + payload)
+    await writer.drain()
+    return True
+
+
+def client() -> UpstreamClient:
+    return UpstreamClient()
+
+
+async def post(c: UpstreamClient, url: str, body: bytes = b"{}", **headers: str) -> tuple[int, bytes]:
+    response = await c.post(url, "/v1/completions", body, headers, connect_s=2, head_s=2)
+    try:
+        return response.status, await response.read(1 << 20, 2)
+    finally:
+        response.close()
+
+
+async def test_answers_and_keeps_the_connection_alive() -> None:
+    async with serve(json_answer) as server:
+        c = client()
+        assert await post(c, server.url, b'{"a": 1}', **{"x-request-id": "r1"}) == (200, b'{"n": 8}')
+        assert await post(c, server.url, b"{}") == (200, b'{"n": 2}')
+        assert server.connections == 1 and [s.index for s in server.requests] == [1, 2]
+        head = server.requests[0].head
+        assert head.startswith(b"POST /v1/completions HTTP/1.1\r\n")
+        assert b"\r\nhost: 127.0.0.1:" in head and b"\r\ncontent-length: 8\r\n" in head and b"x-request-id: r1" in head
+        c.close()
+
+
+async def test_base_url_path_is_a_prefix() -> None:
+    async with serve(json_answer) as server:
+        c = client()
+        await post(c, server.url + "/engine-a")
+        assert server.requests[0].head.startswith(b"POST /engine-a/v1/completions HTTP/1.1\r\n")
+        c.close()
+
+
+async def test_chunked_stream_arrives_in_pieces() -> None:
+    async def stream(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for part in (b"data: 1\n\n", b"data: 2\n\n"):
+            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    async with serve(stream) as server:
+        c = client()
+        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        pieces = []
+        while chunk := await response.next_chunk(2):
+            pieces.append(chunk)
+        assert pieces == [b"data: 1\n\n", b"data: 2\n\n"]  # de-chunked, one piece per arrival
+        response.close()
+        await post(c, server.url)  # the connection went back to the pool whole
+        assert server.connections == 1
+        c.close()
+
+
+async def test_body_delimited_by_close() -> None:
+    async def close_delimited(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\nall of it")
+        await writer.drain()
+        return False
+
+    async with serve(close_delimited) as server:
+        assert await post(client(), server.url) == (200, b"all of it")
+
+
+async def test_closing_early_closes_the_connection() -> None:
+    async def endless(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await writer.drain()
+        await reader.read(1)  # returns at EOF: the client hung up
+        raise ConnectionResetError
+
+    async with serve(endless) as server:
+        c = client()
+        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        assert await response.next_chunk(2) == b"hello"
+        response.close()
+        await asyncio.wait_for(server.eof_seen.wait(), 2)  # this is how the engine learns to abort
+        c.close()
+
+
+async def test_refused_connection() -> None:
+    async with serve(json_answer) as server:
+        url = server.url
+    with pytest.raises(ConnectFailed):
+        await post(client(), url)
+
+
+async def test_stale_kept_alive_connection_is_retried_once_on_a_new_one() -> None:
+    # The engine closes an idle kept-alive connection just as the next request is written (its idle timeout):
+    # nothing came back, so the request never reached it and goes out again on a fresh connection.
+    async def first_only(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        if seen.index == 2:
+            return False  # closed without an answer
+        return await json_answer(seen, reader, writer)
+
+    async with serve(first_only) as server:
+        c = client()
+        await post(c, server.url)
+        assert await post(c, server.url, b"{}") == (200, b'{"n": 2}')
+        assert server.connections == 2 and [(s.connection, s.index) for s in server.requests] == [
+            (1, 1),
+            (1, 2),
+            (2, 1),
+        ]
+        c.close()
+
+
+async def test_fresh_connection_closed_without_answer_is_a_failure() -> None:
+    async def hang_up(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        return False
+
+    async with serve(hang_up) as server:
+        with pytest.raises(UpstreamFailure, match="closed the connection"):
+            await post(client(), server.url)
+        assert len(server.requests) == 1  # not retried: it may have reached the engine
+
+
+async def test_no_head_in_time() -> None:
+    async def silent(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        await reader.read(1)  # returns at EOF: the client hung up
+        raise ConnectionResetError
+
+    async with serve(silent) as server:
+        c = client()
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=0.2)
+        assert time.monotonic() - started < 1.5
+        await asyncio.wait_for(server.eof_seen.wait(), 2)  # and the connection was closed
+        c.close()
+
+
+async def test_stalled_body_times_out() -> None:
+    async def stall(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\n")
+        await writer.drain()
+        await reader.read(1)
+        return False
+
+    async with serve(stall) as server:
+        c = client()
+        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        assert await response.next_chunk(1) == b"hi"
+        with pytest.raises(TimeoutError):
+            await response.next_chunk(0.2)
+        response.close()
+        c.close()
+
+
+async def test_cut_body_is_a_failure() -> None:
+    async def cut(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(HEAD_OK + b"content-length: 100\r\n\r\nonly this")
+        await writer.drain()
+        return False
+
+    async with serve(cut) as server:
+        c = client()
+        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        assert await response.next_chunk(1) == b"only this"  # what came before the cut is still handed on
+        with pytest.raises(UpstreamFailure, match="before the answer was complete"):
+            await response.next_chunk(1)
+        response.close()
+
+
+async def test_malformed_answer() -> None:
+    async def garbage(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HELLO THERE\r\n\r\n")
+        await writer.drain()
+        await reader.read(1)
+        return False
+
+    async with serve(garbage) as server:
+        with pytest.raises(UpstreamFailure, match="malformed"):
+            await post(client(), server.url)
+
+
+async def test_header_values_cannot_split_the_request() -> None:
+    async with serve(json_answer) as server:
+        await post(client(), server.url, **{"traceparent": "00-abc\r\nx-evil: 1", "x-request-id": "fine"})
+        head = server.requests[0].head
+        assert b"x-evil" not in head and b"traceparent" not in head and b"x-request-id: fine" in head
+
+
+async def test_big_body_and_the_size_limit() -> None:
+    big = b"x" * (5 << 20)
+
+    async def large(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(HEAD_OK + b"content-length: %d\r\n\r\n" % len(big))
+        for i in range(0, len(big), 1 << 16):
+            writer.write(big[i : i + (1 << 16)])
+            await writer.drain()
+        return True
+
+    async with serve(large) as server:
+        c = client()
+        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        assert await response.read(10 << 20, 2) == big  # reading paused and resumed along the way
+        response.close()
+        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        cut = await response.read(1 << 20, 2)
+        assert 1 << 20 < len(cut) < len(big)  # more than the limit back: the caller knows it is too big
+        response.close()
+        c.close()
+
+
+async def test_unsolicited_bytes_on_an_idle_connection_retire_it() -> None:
+    async def chatty(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        await json_answer(seen, reader, writer)
+        if seen.connection == 1:
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 200 OK\r\n\r\n")  # nobody asked
+            await writer.drain()
+        return True
+
+    async with serve(chatty) as server:
+        c = client()
+        await post(c, server.url)
+        await asyncio.sleep(0.2)
+        assert await post(c, server.url) == (200, b'{"n": 2}')
+        assert [s.connection for s in server.requests] == [1, 2]
+        c.close()
+
+
+async def test_tls(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    openssl = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    names = ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)]
+    await asyncio.to_thread(subprocess.run, [*openssl, *names], check=True, capture_output=True)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    async with serve(json_answer, ssl_context=server_ctx) as server:
+        with pytest.raises(ConnectFailed):  # an untrusted certificate is refused
+            await post(client(), server.url)
+        trusted = UpstreamClient(ssl_context=ssl.create_default_context(cafile=str(cert)))
+        assert await post(trusted, server.url) == (200, b'{"n": 2}')
+        trusted.close()
