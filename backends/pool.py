@@ -79,7 +79,7 @@ class Pool:
     def pick(self, exclude: set[Endpoint] | None = None) -> Endpoint | None:
         now = time.monotonic()
         loads = [ep.load(now, self.stale_after_s) for ep in self.endpoints]
-        skip = {i for i, ep in enumerate(self.endpoints) if exclude and ep in exclude}
+        skip = {i for i, ep in enumerate(self.endpoints) if ep in exclude} if exclude else ()
         self._rotation += 1
         index = pick_endpoint(loads, skip, rotation=self._rotation)
         return None if index is None else self.endpoints[index]

@@ -191,13 +191,13 @@ class Gateway:
 
     def record(self, obs: Observation) -> None:
         m = self.metrics
-        m.spec_observations.labels(obs.route, obs.pool, obs.source).inc()
+        m.child(m.spec_observations, obs.route, obs.pool, obs.source).inc()
         if obs.stream and obs.decode_s and obs.completion_tokens > 1:
-            m.tpot.labels(obs.route, obs.pool).observe(obs.decode_s / (obs.completion_tokens - 1))
+            m.child(m.tpot, obs.route, obs.pool).observe(obs.decode_s / (obs.completion_tokens - 1))
         if obs.spec is not None:
-            m.spec_draft_tokens.labels(obs.route, obs.pool).inc(obs.spec.draft_tokens)
-            m.spec_accepted_tokens.labels(obs.route, obs.pool).inc(obs.spec.accepted_tokens)
-            m.spec_verify_steps.labels(obs.route, obs.pool).inc(obs.spec.verify_steps)
+            m.child(m.spec_draft_tokens, obs.route, obs.pool).inc(obs.spec.draft_tokens)
+            m.child(m.spec_accepted_tokens, obs.route, obs.pool).inc(obs.spec.accepted_tokens)
+            m.child(m.spec_verify_steps, obs.route, obs.pool).inc(obs.spec.verify_steps)
         dropped = self.sink.dropped
         self.sink.put(obs)
         if self.sink.dropped > dropped:
@@ -235,9 +235,12 @@ class Gateway:
         route: str = "none",
     ) -> None:
         elapsed = time.monotonic() - started
-        self.metrics.in_flight.labels(api).dec()
-        self.metrics.requests.labels(route, pool, api, str(status)).inc()
-        self.metrics.request_duration.labels(pool, api, "true" if stream else "false").observe(elapsed)
+        m = self.metrics
+        m.child(m.in_flight, api).dec()
+        m.child(m.requests, route, pool, api, str(status)).inc()
+        m.child(m.request_duration, pool, api, "true" if stream else "false").observe(elapsed)
+        if not log.isEnabledFor(logging.INFO):
+            return
         log.info(
             "request",
             extra={

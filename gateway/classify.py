@@ -52,7 +52,7 @@ class RequestClassifier:
         self._metrics.classification_seconds.observe(time.perf_counter() - started)
         self._metrics.classification_confidence.observe(confidence)
         if confidence < self._min_confidence:
-            self._metrics.classifications.labels("low_confidence").inc()
+            self._metrics.child(self._metrics.classifications, "low_confidence").inc()
             return None
-        self._metrics.classifications.labels(label).inc()
+        self._metrics.child(self._metrics.classifications, label).inc()
         return label

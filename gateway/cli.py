@@ -64,6 +64,8 @@ def _serve(config: Any) -> None:
         http="httptools",
         log_config=None,
         access_log=False,
+        # Nothing here reads the client address, and the middleware wraps every request.
+        proxy_headers=False,
         # SIGTERM: stop accepting, let in-flight requests and streams finish, then run the app's shutdown
         # (which flushes observations to the shared store and pending alerts).
         timeout_graceful_shutdown=config.server.shutdown_grace_s,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
-import uuid
 from typing import TYPE_CHECKING
 
 import orjson
@@ -56,7 +56,7 @@ def _header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
 def _request_id(headers: dict[str, str]) -> str:
     """The client's `x-request-id` if it is usable, else a new one (echoed on every answer, errors included)."""
     rid = headers.get("x-request-id", "")[:128]
-    return rid if rid and rid.isprintable() else uuid.uuid4().hex
+    return rid if rid and rid.isprintable() else secrets.token_hex(16)
 
 
 def _upstream_headers(headers: dict[str, str], rid: str, stream: bool) -> dict[str, str]:
@@ -144,7 +144,8 @@ class GenerationHandler:
         headers = _header_map(scope["headers"])
         rid = _request_id(headers)
         answer = _Answer(send, rid)
-        gw.metrics.in_flight.labels(api).inc()
+        m = gw.metrics
+        m.child(m.in_flight, api).inc()
         plan: Plan | None = None
         endpoint = ""
         stream = False
@@ -162,7 +163,7 @@ class GenerationHandler:
             parsed = parse_body(raw, api)
             stream = parsed.stream
             plan = gw.dispatcher.plan(parsed, headers, tenant)
-            gw.metrics.route_requests.labels(plan.route).inc()
+            m.child(m.route_requests, plan.route).inc()
             client_span = gw.tracing.client_span(
                 server_span, api, parsed.body, plan.route, plan.pool.name, plan.k, plan.explored
             )
@@ -170,9 +171,9 @@ class GenerationHandler:
             gw.tracing.inject(client_span, upstream_headers)
             watch = _DisconnectWatch(receive, answer)
             result = await gw.relay.send(parsed, plan.pool, upstream_headers)
-            gw.metrics.spec_requests.labels(plan.route, plan.pool.name, str(plan.k)).inc()
+            m.child(m.spec_requests, plan.route, plan.pool.name, str(plan.k)).inc()
             if plan.explored:
-                gw.metrics.explored_requests.labels(plan.route).inc()
+                m.child(m.explored_requests, plan.route).inc()
             out = _encode({"x-specgate-route": plan.route, "x-specgate-k": str(plan.k), **limit_headers})
             n = parsed.body.get("n") or 1
             if isinstance(result, RelayResult):
@@ -255,7 +256,7 @@ class GenerationHandler:
         seen: list[Observation],
     ) -> None:
         gw = self._gw
-        gw.metrics.ttft.labels(relay.pool.name).observe(time.monotonic() - started)
+        gw.metrics.child(gw.metrics.ttft, relay.pool.name).observe(time.monotonic() - started)
 
         def done(obs: Observation) -> None:
             seen.append(obs)
@@ -278,10 +279,11 @@ class GenerationHandler:
                 out = observer.take(events)
                 if out:
                     await answer.chunk(out)
-            await answer.end()
         finally:
             relay.close()
             observer.finish()
+        # After the observation is recorded: a client that has read the whole stream finds it in place.
+        await answer.end()
 
 
 def _json_or_none(body: bytes) -> dict[str, object] | None:

@@ -7,6 +7,8 @@ Each app owns its registry, so several gateways can live in one process (tests) 
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["ALERT_OUTCOMES", "TPOT_BUCKETS", "TTFT_BUCKETS", "UPSTREAM_ERROR_REASONS", "GatewayMetrics"]
@@ -87,6 +89,7 @@ E2E_BUCKETS = (
 class GatewayMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
         r = self.registry
         self.requests = Counter(
             "specgate_requests",
@@ -383,6 +386,15 @@ class GatewayMetrics:
             ["route"],
             registry=r,
         )
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, remembered: the request path asks for the same few series every time, and
+        prometheus_client's own lookup (argument checks, a lock) cost more than the increment itself."""
+        key = (metric, labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def init_series(self, pools: list[str], routes: list[str], receivers: list[str]) -> None:
         """Create the zero series of every label set known from the config, so dashboards and alert rules see 0

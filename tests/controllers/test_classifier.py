@@ -111,6 +111,9 @@ def test_any_text_gets_a_label_with_a_probability(text: str) -> None:
     label, confidence = model.predict(text)
     assert label in model.labels and 0.0 < confidence <= 1.0
     assert model.features(text).size <= 3 * (model.head_chars + model.tail_chars + 1)
+    # predict() is the plain-Python softmax (float64) of the same logits as probabilities() (float32)
+    p = model.probabilities(text)
+    assert label == model.labels[int(p.argmax())] and confidence == pytest.approx(float(p.max()), rel=1e-5)
 
 
 @pytest.mark.parametrize(
