@@ -32,6 +32,7 @@ class FaultUpstream:
         self.chunk_delay_s = chunk_delay_s
         self.hits = 0
         self.open_connections = 0
+        self.connections = 0  # accepted in all
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -67,6 +68,7 @@ class FaultUpstream:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.open_connections += 1
+        self.connections += 1
         try:
             while True:
                 request = await self._read_request(reader)
@@ -167,7 +169,7 @@ def main() -> None:
     async def serve() -> None:
         upstream = FaultUpstream.__new__(FaultUpstream)
         upstream.mode, upstream.delay_s, upstream.chunk_delay_s = args.mode, 0.0, args.chunk_delay_s
-        upstream.hits = upstream.open_connections = 0
+        upstream.hits = upstream.open_connections = upstream.connections = 0
         server = await asyncio.start_server(upstream._handle, "127.0.0.1", args.port, backlog=4096)
         async with server:
             await server.serve_forever()

@@ -62,6 +62,35 @@ def assert_no_leaks(gw: GatewayServer, *ups: FaultUpstream) -> None:
         assert u.wait_idle(), f"{u.mode}: {u.open_connections} connections left open"
 
 
+def test_upstream_connections_are_kept_alive_and_reused(
+    start_gateway: Callable, upstreams: list[FaultUpstream]
+) -> None:
+    up = upstream(upstreams)
+    gw = gateway(start_gateway, [up.url])
+    assert post(gw).status_code == 200
+    before = up.connections  # the relay's one, plus health checks' and scrapes' (their own kept-alive client)
+    for i in range(20):
+        r = post(gw, stream=bool(i % 2))
+        assert r.status_code == 200 and r.headers["x-request-id"]
+        if i % 2:
+            assert events(r)[-1] == "[DONE]" and len(events(r)) == 17
+        else:
+            assert r.json()["choices"][0]["text"] == "fixed answer"
+    assert up.hits == 21 and up.connections == before  # the first request's connection carried all the others
+    assert_no_leaks(gw, up)
+
+
+def test_openapi_describes_the_generation_endpoints(start_gateway: Callable, upstreams: list[FaultUpstream]) -> None:
+    # They are served ahead of FastAPI's routing; the schema (and the schemathesis fuzzing built on it) must still
+    # see them, with their request bodies.
+    gw = gateway(start_gateway, [upstream(upstreams).url])
+    paths = httpx.get(f"{gw.url}/openapi.json").json()["paths"]
+    for path, required in (("/v1/chat/completions", "messages"), ("/v1/completions", "prompt")):
+        schema = paths[path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        assert required in schema["required"] and "model" in schema["properties"]
+    assert "/v1/models" in paths and "/admin/routes" in paths
+
+
 def test_5xx_is_retried_on_another_endpoint(start_gateway: Callable, upstreams: list[FaultUpstream]) -> None:
     bad, good = upstream(upstreams, "http_500"), upstream(upstreams)
     gw = gateway(start_gateway, [bad.url, good.url])
