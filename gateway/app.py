@@ -10,7 +10,6 @@ import asyncio
 import hmac
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -45,7 +44,7 @@ from gateway.errors import (
     Unauthorized,
     error_body,
 )
-from gateway.generation import PATHS, GenerationHandler
+from gateway.generation import PATHS, GenerationHandler, request_id
 from gateway.metrics import GatewayMetrics
 from gateway.openapi import generation_paths
 from gateway.relay import Relay
@@ -70,13 +69,12 @@ class RequestIdMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        rid = ""
+        asked = ""
         for key, value in scope["headers"]:
             if key == b"x-request-id":
-                rid = value.decode("latin-1")[:128]
+                asked = value.decode("latin-1")
                 break
-        if not rid or not rid.isprintable():
-            rid = uuid.uuid4().hex
+        rid = request_id(asked)
         scope.setdefault("state", {})["request_id"] = rid
         encoded = rid.encode("latin-1")
 

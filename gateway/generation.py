@@ -33,7 +33,7 @@ from gateway.requests import Api, ClientGone, parse_body, read_body
 if TYPE_CHECKING:
     from gateway.app import Gateway
 
-__all__ = ["PATHS", "GenerationHandler"]
+__all__ = ["PATHS", "GenerationHandler", "request_id"]
 
 log = logging.getLogger("specgate.access")
 
@@ -53,9 +53,9 @@ def _header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     return out
 
 
-def _request_id(headers: dict[str, str]) -> str:
+def request_id(asked: str) -> str:
     """The client's `x-request-id` if it is usable, else a new one (echoed on every answer, errors included)."""
-    rid = headers.get("x-request-id", "")[:128]
+    rid = asked[:128]
     return rid if rid and rid.isprintable() else secrets.token_hex(16)
 
 
@@ -142,7 +142,7 @@ class GenerationHandler:
         gw = self._gw
         started = time.monotonic()
         headers = _header_map(scope["headers"])
-        rid = _request_id(headers)
+        rid = request_id(headers.get("x-request-id", ""))
         answer = _Answer(send, rid)
         m = gw.metrics
         m.child(m.in_flight, api).inc()
@@ -176,8 +176,8 @@ class GenerationHandler:
                 m.child(m.explored_requests, plan.route).inc()
             out = _encode({"x-specgate-route": plan.route, "x-specgate-k": str(plan.k), **limit_headers})
             n = parsed.body.get("n") or 1
+            endpoint = result.endpoint.url
             if isinstance(result, RelayResult):
-                endpoint = result.endpoint.url
                 status = result.status
                 body, obs = observe_body(
                     result.body,
@@ -197,7 +197,6 @@ class GenerationHandler:
                     client_span = None
                 await answer.whole(status, body, _JSON, out)
             else:
-                endpoint = result.endpoint.url
                 status = 200
                 await self._stream(result, plan, api, started, n, out, answer, tenant, seen)
         except GatewayError as exc:

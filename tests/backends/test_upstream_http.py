@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.upstream_http import ConnectFailed, UpstreamClient, UpstreamFailure
+from backends.upstream_http import ConnectFailed, Response, UpstreamClient, UpstreamFailure
 
 HEAD_OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 
@@ -84,8 +84,13 @@ def client() -> UpstreamClient:
     return UpstreamClient()
 
 
+async def start(c: UpstreamClient, url: str, body: bytes = b"{}", headers: dict[str, str] | None = None) -> Response:
+    """POST to the server; the answer once its head is in."""
+    return await c.post(url, "/v1/completions", body, headers or {}, connect_s=2, head_s=2)
+
+
 async def post(c: UpstreamClient, url: str, body: bytes = b"{}", **headers: str) -> tuple[int, bytes]:
-    response = await c.post(url, "/v1/completions", body, headers, connect_s=2, head_s=2)
+    response = await start(c, url, body, headers)
     try:
         return response.status, await response.read(1 << 20, 2)
     finally:
@@ -125,7 +130,7 @@ async def test_chunked_stream_arrives_in_pieces() -> None:
 
     async with serve(stream) as server:
         c = client()
-        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        response = await start(c, server.url)
         pieces = []
         while chunk := await response.next_chunk(2):
             pieces.append(chunk)
@@ -155,7 +160,7 @@ async def test_closing_early_closes_the_connection() -> None:
 
     async with serve(endless) as server:
         c = client()
-        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        response = await start(c, server.url)
         assert await response.next_chunk(2) == b"hello"
         response.close()
         await asyncio.wait_for(server.eof_seen.wait(), 2)  # this is how the engine learns to abort
@@ -223,7 +228,7 @@ async def test_stalled_body_times_out() -> None:
 
     async with serve(stall) as server:
         c = client()
-        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        response = await start(c, server.url)
         assert await response.next_chunk(1) == b"hi"
         with pytest.raises(TimeoutError):
             await response.next_chunk(0.2)
@@ -239,7 +244,7 @@ async def test_cut_body_is_a_failure() -> None:
 
     async with serve(cut) as server:
         c = client()
-        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        response = await start(c, server.url)
         assert await response.next_chunk(1) == b"only this"  # what came before the cut is still handed on
         with pytest.raises(UpstreamFailure, match="before the answer was complete"):
             await response.next_chunk(1)
@@ -277,10 +282,10 @@ async def test_big_body_and_the_size_limit() -> None:
 
     async with serve(large) as server:
         c = client()
-        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        response = await start(c, server.url)
         assert await response.read(10 << 20, 2) == big  # reading paused and resumed along the way
         response.close()
-        response = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2)
+        response = await start(c, server.url)
         cut = await response.read(1 << 20, 2)
         assert 1 << 20 < len(cut) < len(big)  # more than the limit back: the caller knows it is too big
         response.close()
