@@ -20,9 +20,10 @@ import httpx
 
 __all__ = ["DEFAULT_MODEL_DIR", "EngineProcess", "EngineSpec", "EngineStartError", "engine_command"]
 
+# The tiny test model lives in the source checkout (models/), not in the wheel: installed elsewhere, pass --model.
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "specgate-tiny-llama"
 DEFAULT_SERVED_NAME = "specgate-tiny"
-PLUGIN_CLASS = "backends.vllm_scheduler.SpecCapScheduler"
+PLUGIN_CLASS = "specgate.backends.vllm_scheduler.SpecCapScheduler"
 
 
 class EngineStartError(RuntimeError):
@@ -103,9 +104,6 @@ def engine_env(spec: EngineSpec) -> dict[str, str]:
             "DO_NOT_TRACK": "1",
         }
     )
-    # The plugin is imported by vLLM's engine process: make sure it finds this checkout.
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if spec.otlp_traces_endpoint:
         env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
     env.update(spec.env)

@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 
 import httpx
+from specgate.backends.pool import Endpoint, PoolSet
+from specgate.backends.vllm_metrics import EngineSnapshot, parse_vllm_metrics
 
-from backends.pool import Endpoint, PoolSet
-from backends.vllm_metrics import EngineSnapshot, parse_vllm_metrics
-from gateway.config import HealthConfig, ScrapeConfig
+from specgate.config import HealthConfig, ScrapeConfig
 
 __all__ = ["EndpointMonitor"]
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from backends.vllm_metrics import EngineSnapshot
-from controllers.breaker import BreakerSettings, CircuitBreaker
-from controllers.picker import EndpointLoad, pick_endpoint
-from gateway.config import GatewayConfig, PoolConfig
+from specgate.backends.vllm_metrics import EngineSnapshot
+from specgate.controllers.breaker import BreakerSettings, CircuitBreaker
+from specgate.controllers.picker import EndpointLoad, pick_endpoint
+
+from specgate.config import GatewayConfig, PoolConfig
 
 __all__ = ["Endpoint", "Pool", "PoolSet"]
 

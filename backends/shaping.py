@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.spec_cap import K_KEY, read_cap
-from gateway.errors import InvalidRequest
+from specgate.backends.spec_cap import K_KEY, read_cap
+
+from specgate.errors import InvalidRequest
 
 __all__ = ["client_k", "shape_request"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers.observations import SpecStats
+from specgate.controllers.observations import SpecStats
 
 __all__ = ["is_usage_event", "parse_spec_metrics", "parse_usage"]
 

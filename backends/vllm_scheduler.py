@@ -17,9 +17,8 @@ import inspect
 import logging
 from typing import Any
 
+from specgate.backends.spec_cap import read_cap
 from vllm.v1.core.sched.scheduler import Scheduler
-
-from backends.spec_cap import read_cap
 
 __all__ = ["SchedulerAPIChanged", "SpecCapScheduler"]
 

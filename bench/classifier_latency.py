@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from controllers.classifier import classification_text
-from gateway.classifier_store import BUNDLED_MODEL, HELD_OUT_DATA, load_model
+from specgate.controllers.classifier import classification_text
+from specgate.runtime.classifier_files import BUNDLED_MODEL, HELD_OUT_DATA, load_model
 
 
 def measure(model, bodies: list[dict], repeat: int) -> np.ndarray:  # type: ignore[no-untyped-def]

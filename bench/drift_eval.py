@@ -12,7 +12,7 @@ import argparse
 import json
 import random
 
-from controllers.drift import DriftDetector, DriftSettings
+from specgate.controllers.drift import DriftDetector, DriftSettings
 
 
 def window(rng: random.Random, rate: float, n: int = 300, concentration: float = 300.0) -> tuple[int, int]:

@@ -120,7 +120,7 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
                 }
             )
         )
-        cmd = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config)]
+        cmd = [sys.executable, "-m", "specgate", "serve", "--config", str(config)]
         version = version_of(Path(sys.executable), "specgate")
     elif name == "litellm":
         python = venv_python("litellm")

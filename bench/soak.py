@@ -100,7 +100,7 @@ def run(clients: int, seconds: float, chunk_delay_s: float, window_s: float) -> 
             }
         )
     )
-    gateway = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(config)], cwd=ROOT)
+    gateway = subprocess.Popen([sys.executable, "-m", "specgate", "serve", "--config", str(config)], cwd=ROOT)
     try:
         _wait_port(up_port)
         _wait_port(gw_port)

@@ -1,1 +1,1 @@
-"""specgate package."""
+"""Pure decision logic: estimators, cost model, policy, controller, routing, picking, drift. No I/O, no config."""

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from controllers.cost_model import StepCostModel, StepSample
-from controllers.decisions import DecisionTable, RouteDecision
-from controllers.estimator import AcceptanceEstimator
-from controllers.observations import Observation
-from controllers.policy import Assignment, RouteState, break_even_acceptance, evaluate, optimise
+from specgate.controllers.cost_model import StepCostModel, StepSample
+from specgate.controllers.decisions import DecisionTable, RouteDecision
+from specgate.controllers.estimator import AcceptanceEstimator
+from specgate.controllers.observations import Observation
+from specgate.controllers.policy import Assignment, RouteState, break_even_acceptance, evaluate, optimise
 
 __all__ = ["ControllerSettings", "DecisionRecord", "PoolSpec", "RouteSpec", "SpeculationController"]
 

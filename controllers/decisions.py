@@ -10,9 +10,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from gateway.config import RoutingConfig
+__all__ = ["DecisionTable", "KBounds", "RouteDecision", "static_table"]
 
-__all__ = ["DecisionTable", "RouteDecision", "static_table"]
+
+@dataclass(frozen=True, slots=True)
+class KBounds:
+    """A route's speculation bounds; `pin` fixes k."""
+
+    min: int = 0
+    max: int = 16
+    pin: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +42,10 @@ class DecisionTable:
         return self.fallback_k if decision is None else decision.k
 
 
-def static_table(routing: RoutingConfig, engine_max_k: int, version: int = 1) -> DecisionTable:
-    """k per route from config alone: the pin if set, else the engines' max k within the route's bounds."""
+def static_table(bounds_by_route: Mapping[str, KBounds], engine_max_k: int, version: int = 1) -> DecisionTable:
+    """k per route from its bounds alone: the pin if set, else the engines' max k within the route's bounds."""
     routes: dict[str, RouteDecision] = {}
-    for name in routing.route_names():
-        bounds = routing.route(name).k
+    for name, bounds in bounds_by_route.items():
         if bounds.pin is not None:
             routes[name] = RouteDecision(bounds.pin, "pinned in config")
         else:

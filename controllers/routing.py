@@ -11,9 +11,30 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gateway.config import RouteConfig, RouteMatch
+__all__ = ["RequestFeatures", "RouteRules", "Rule", "match_rule", "select_route"]
 
-__all__ = ["RequestFeatures", "match_rule", "select_route"]
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One rule: every condition given (not None) must hold."""
+
+    models: frozenset[str] | None = None
+    api: str | None = None
+    tenants: frozenset[str] | None = None
+    system_regex: str | None = None
+    has_tools: bool | None = None
+    json_response: bool | None = None
+    min_prompt_chars: int | None = None
+    max_prompt_chars: int | None = None
+    classes: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RouteRules:
+    """A route and its rules; the route matches when any rule does."""
+
+    name: str
+    rules: tuple[Rule, ...] = ()
 
 
 @dataclass(slots=True)
@@ -42,7 +63,7 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def match_rule(rule: RouteMatch, f: RequestFeatures) -> bool:
+def match_rule(rule: Rule, f: RequestFeatures) -> bool:
     checks = (
         rule.models is None or f.model in rule.models,
         rule.api is None or f.api == rule.api,
@@ -58,8 +79,8 @@ def match_rule(rule: RouteMatch, f: RequestFeatures) -> bool:
     return rule.classes is None or f.label() in rule.classes
 
 
-def select_route(routes: Sequence[RouteConfig], default: str, f: RequestFeatures) -> str:
+def select_route(routes: Sequence[RouteRules], default: str, f: RequestFeatures) -> str:
     for route in routes:
-        if any(match_rule(rule, f) for rule in route.match):
+        if any(match_rule(rule, f) for rule in route.rules):
             return route.name
     return default

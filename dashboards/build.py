@@ -394,7 +394,7 @@ def query_metrics(dashboard: dict[str, Any]) -> set[str]:
 
 def known_metrics() -> set[str]:
     """Every series name specgate exports (with histogram/counter suffixes) plus the vLLM series used."""
-    from gateway.metrics import GatewayMetrics
+    from specgate.runtime.metrics import GatewayMetrics
 
     names: set[str] = set(VLLM_METRICS)
     for family in GatewayMetrics().registry.collect():

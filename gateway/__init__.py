@@ -1,1 +1,1 @@
-"""specgate package."""
+"""The HTTP surface: ASGI app, generation handler, admin API, auth, OpenAPI, CLI."""

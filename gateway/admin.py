@@ -23,11 +23,11 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
+from specgate.controllers.decisions import DecisionTable, RouteDecision
+from specgate.runtime.control_loop import ControlLoop
 from starlette.responses import Response
 
-from controllers.decisions import DecisionTable, RouteDecision
-from gateway.control_loop import ControlLoop
-from gateway.errors import Forbidden, InvalidRequest, ModelNotFound
+from specgate.errors import Forbidden, InvalidRequest, ModelNotFound
 
 __all__ = ["admin_router"]
 

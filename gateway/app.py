@@ -20,23 +20,31 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from opentelemetry.sdk.trace.export import SpanExporter
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from specgate.backends.monitor import EndpointMonitor
+from specgate.backends.pool import Endpoint, PoolSet
+from specgate.backends.state_store import make_store
+from specgate.backends.vllm_metrics import EngineSnapshot, spec_delta
+from specgate.controllers.observations import Observation, ObservationSink
+from specgate.gateway.admin import admin_router
+from specgate.gateway.auth import Authenticator, RateLimiter, presented_key
+from specgate.gateway.generation import PATHS, GenerationHandler, request_id
+from specgate.gateway.openapi import generation_paths
+from specgate.runtime.alerts import AlertDispatcher
+from specgate.runtime.classify import RequestClassifier
+from specgate.runtime.control_loop import ControlLoop
+from specgate.runtime.coordination import ReplicaSync
+from specgate.runtime.dispatch import Dispatcher
+from specgate.runtime.metrics import GatewayMetrics
+from specgate.runtime.relay import Relay
+from specgate.runtime.requests import Api
+from specgate.runtime.tracing import Tracing
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from backends.monitor import EndpointMonitor
-from backends.pool import Endpoint, PoolSet
-from backends.vllm_metrics import EngineSnapshot, spec_delta
-from controllers.observations import Observation, ObservationSink
-from gateway.admin import admin_router
-from gateway.alerts import AlertDispatcher
-from gateway.auth import Authenticator, RateLimiter, presented_key
-from gateway.classify import RequestClassifier
-from gateway.config import GatewayConfig
-from gateway.control_loop import ControlLoop
-from gateway.dispatch import Dispatcher
-from gateway.errors import (
+from specgate.config import GatewayConfig
+from specgate.errors import (
     GatewayError,
     InvalidRequest,
     Overloaded,
@@ -44,14 +52,6 @@ from gateway.errors import (
     Unauthorized,
     error_body,
 )
-from gateway.generation import PATHS, GenerationHandler, request_id
-from gateway.metrics import GatewayMetrics
-from gateway.openapi import generation_paths
-from gateway.relay import Relay
-from gateway.replica import ReplicaSync
-from gateway.requests import Api
-from gateway.state_store import make_store
-from gateway.tracing import Tracing
 
 __all__ = ["create_app"]
 
@@ -103,7 +103,7 @@ class Gateway:
             [r.name for r in config.alerts.receivers] + (["alertmanager"] if config.alerts.alertmanager else []),
         )
         self.pools = PoolSet(config)
-        self.classifier = RequestClassifier(config.classifier, self.metrics)
+        self.classifier = RequestClassifier(config.classifier, self.metrics, config.routing.class_labels())
         self.dispatcher = Dispatcher(config, self.pools, self.classifier)
         self.relay = Relay(config, self.metrics)
         self.sink = ObservationSink()

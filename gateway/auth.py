@@ -15,10 +15,11 @@ import logging
 import math
 import time
 
-from gateway.config import AuthConfig, TenantLimits
-from gateway.errors import RateLimited, Unauthorized
-from gateway.metrics import GatewayMetrics
-from gateway.state_store import MemoryStateStore, StateStore, StoreUnavailable
+from specgate.backends.state_store import MemoryStateStore, StateStore, StoreUnavailable
+from specgate.runtime.metrics import GatewayMetrics
+
+from specgate.config import AuthConfig, TenantLimits
+from specgate.errors import RateLimited, Unauthorized
 
 __all__ = ["Authenticator", "RateLimiter", "hash_key"]
 

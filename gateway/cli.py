@@ -20,7 +20,7 @@ __all__ = ["main"]
 
 
 def _build_config(args: argparse.Namespace) -> Any:
-    from gateway.config import ConfigError, load_config, parse_pool_flag, validate_config
+    from specgate.config import ConfigError, load_config, parse_pool_flag, validate_config
 
     try:
         if args.config:
@@ -51,13 +51,18 @@ def _build_config(args: argparse.Namespace) -> Any:
 
 def _serve(config: Any) -> None:
     import uvicorn
-
-    from gateway.app import create_app
-    from gateway.logs import setup_logging
+    from specgate.gateway.app import create_app
+    from specgate.runtime.classifier_files import ClassifierLoadError
+    from specgate.runtime.logs import setup_logging
 
     setup_logging(config.logging.level)
+    try:
+        app = create_app(config)
+    except ClassifierLoadError as exc:
+        print(f"cannot start: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     uvicorn.run(
-        create_app(config),
+        app,
         host=config.server.host,
         port=config.server.port,
         loop="uvloop",
@@ -78,7 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_hash_key(args: argparse.Namespace) -> int:
-    from gateway.auth import hash_key
+    from specgate.gateway.auth import hash_key
 
     key = sys.stdin.readline().strip() if args.key in (None, "-") else args.key
     if not key:
@@ -89,7 +94,7 @@ def cmd_hash_key(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from gateway.config import ConfigError, load_config
+    from specgate.config import ConfigError, load_config
 
     try:
         config = load_config(args.file)
@@ -98,12 +103,21 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         for line in exc.problems:
             print(f"  {line}")
         return 1
+    from specgate.runtime.classifier_files import ClassifierLoadError
+    from specgate.runtime.classify import load_classifier
+
+    try:
+        load_classifier(config.classifier, config.routing.class_labels())
+    except ClassifierLoadError as exc:
+        print(f"{args.file}: 1 error(s)")
+        print(f"  classifier: {exc}")
+        return 1
     print(f"{args.file}: ok ({len(config.pools)} pool(s), models: {', '.join(config.models()) or 'none'})")
     return 0
 
 
 def _engine_spec(args: argparse.Namespace) -> Any:
-    from backends.launcher import EngineSpec
+    from specgate.backends.launcher import EngineSpec
 
     return EngineSpec(
         model_dir=Path(args.model),
@@ -132,7 +146,7 @@ def _wait_forever(stop: Any) -> None:
 
 
 def cmd_engine_up(args: argparse.Namespace) -> int:
-    from backends.launcher import EngineProcess, EngineStartError, engine_command
+    from specgate.backends.launcher import EngineProcess, EngineStartError, engine_command
 
     spec = _engine_spec(args)
     engine = EngineProcess(spec, Path(args.log) if args.log else None)
@@ -163,8 +177,9 @@ Ctrl-C stops the gateway and the engine.
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from backends.launcher import EngineProcess, EngineSpec, EngineStartError
-    from gateway.config import validate_config
+    from specgate.backends.launcher import EngineProcess, EngineSpec, EngineStartError
+
+    from specgate.config import validate_config
 
     spec = EngineSpec(port=args.engine_port)
     log_path = Path(args.engine_log)
@@ -204,8 +219,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_classifier_train(args: argparse.Namespace) -> int:
     import time
 
-    from controllers.classifier import DEFAULT_LABELS, confusion, train
-    from gateway.classifier_store import load_labelled, save_model
+    from specgate.controllers.classifier import DEFAULT_LABELS, confusion, train
+    from specgate.runtime.classifier_files import load_labelled, save_model
 
     texts, labels = load_labelled(args.data)
     label_set = DEFAULT_LABELS if set(labels) <= set(DEFAULT_LABELS) else sorted(set(labels))
@@ -221,8 +236,8 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
 
 
 def cmd_classifier_eval(args: argparse.Namespace) -> int:
-    from controllers.classifier import confusion
-    from gateway.classifier_store import ClassifierLoadError, load_labelled, load_model
+    from specgate.controllers.classifier import confusion
+    from specgate.runtime.classifier_files import ClassifierLoadError, load_labelled, load_model
 
     try:
         model = load_model(args.model)
@@ -248,9 +263,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     import json
 
     import yaml
-
-    from controllers.simulator import all_policies, make_policy, run, scenario_from_dict
-    from gateway.progress import Progress
+    from specgate.offline.progress import Progress
+    from specgate.offline.simulator import all_policies, make_policy, run, scenario_from_dict
 
     rows = []
     traces: dict[str, list] = {}
@@ -279,7 +293,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 def _sim_plots(rows: list[dict], traces: dict[str, list], timelines: dict[str, dict[str, list]], out: Path) -> None:
-    from gateway.plots import PlotsUnavailable, plot_sim_scenario
+    from specgate.offline.plots import PlotsUnavailable, plot_sim_scenario
 
     for scenario, per_policy in timelines.items():
         mine = {r["policy"]: r for r in rows if r["scenario"] == scenario}
@@ -348,8 +362,8 @@ def _print_table(rows: list[dict]) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from gateway.loadgen import PHASES, Phase, run_bench
-    from gateway.logs import setup_logging
+    from specgate.offline.loadgen import PHASES, Phase, run_bench
+    from specgate.runtime.logs import setup_logging
 
     setup_logging("warning")
     phases = tuple(Phase(p.name, args.phase_seconds or p.seconds, p.concurrency, p.code_share) for p in PHASES)
@@ -364,7 +378,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"| {policy} | " + " | ".join(cells) + f" | {report['verdict']['overall_mean_tpot_ms'][policy]} ms |")
     print("adaptive / best static per phase:", report["verdict"]["adaptive_over_best_static_tpot_per_phase"])
     if args.out:
-        from gateway.plots import PlotsUnavailable, plot_bench
+        from specgate.offline.plots import PlotsUnavailable, plot_bench
 
         try:
             print(f"wrote {plot_bench(report, Path(args.out).with_suffix('.png'))}", file=sys.stderr)
@@ -374,7 +388,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboards(args: argparse.Namespace) -> int:
-    from dashboards.build import build_all, check
+    from specgate.dashboards.build import build_all, check
 
     if args.action == "build":
         for path in build_all():
@@ -388,7 +402,7 @@ def cmd_dashboards(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from backends.launcher import DEFAULT_MODEL_DIR, DEFAULT_SERVED_NAME
+    from specgate.backends.launcher import DEFAULT_MODEL_DIR, DEFAULT_SERVED_NAME
 
     parser = argparse.ArgumentParser(
         prog="specgate",
@@ -436,7 +450,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--log", help="write the engine's output here")
     up.set_defaults(fn=cmd_engine_up)
 
-    from gateway.classifier_store import BUNDLED_MODEL, HELD_OUT_DATA
+    from specgate.runtime.classifier_files import BUNDLED_MODEL, HELD_OUT_DATA
 
     classifier = sub.add_parser("classifier", help="train or evaluate the route classifier")
     cls_sub = classifier.add_subparsers(dest="classifier_command", required=True)

@@ -21,17 +21,18 @@ from typing import TYPE_CHECKING
 
 import orjson
 from opentelemetry.trace import Span
+from specgate.controllers.observations import Observation
+from specgate.gateway.body import ClientGone, read_body
+from specgate.runtime.dispatch import Plan
+from specgate.runtime.observe import StreamObserver, observe_body
+from specgate.runtime.relay import RelayResult, StreamRelay
+from specgate.runtime.requests import Api, parse_body
 from starlette.types import Receive, Scope, Send
 
-from controllers.observations import Observation
-from gateway.dispatch import Plan
-from gateway.errors import GatewayError, RequestTimeout
-from gateway.observe import StreamObserver, observe_body
-from gateway.relay import RelayResult, StreamRelay
-from gateway.requests import Api, ClientGone, parse_body, read_body
+from specgate.errors import GatewayError, RequestTimeout
 
 if TYPE_CHECKING:
-    from gateway.app import Gateway
+    from specgate.gateway.app import Gateway
 
 __all__ = ["PATHS", "GenerationHandler", "request_id"]
 

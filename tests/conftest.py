@@ -16,10 +16,10 @@ import httpx
 import pytest
 import uvicorn
 from opentelemetry.sdk.trace.export import SpanExporter
+from specgate.backends.launcher import EngineProcess, EngineSpec
+from specgate.gateway.app import create_app
 
-from backends.launcher import EngineProcess, EngineSpec
-from gateway.app import create_app
-from gateway.config import GatewayConfig, validate_config
+from specgate.config import GatewayConfig, validate_config
 from tests.otlp_sink import OtlpSink
 
 MODEL = "specgate-tiny"
@@ -156,7 +156,7 @@ def gateway(engine: EngineSpec, start_gateway: Callable[..., GatewayServer]) -> 
 
 
 def engine_gauge(url: str, name: str) -> float:
-    from backends.vllm_metrics import parse_vllm_metrics
+    from specgate.backends.vllm_metrics import parse_vllm_metrics
 
     snap = parse_vllm_metrics(httpx.get(f"{url}/metrics", timeout=5).text)
     return float(getattr(snap, name))

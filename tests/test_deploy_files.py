@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.config import load_config
+from specgate.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,8 +62,9 @@ def _k8s_docs() -> list[dict]:
 
 
 def test_kubernetes_manifests_fit_together() -> None:
-    from gateway.app import create_app
-    from gateway.config import validate_config
+    from specgate.gateway.app import create_app
+
+    from specgate.config import validate_config
 
     docs = _k8s_docs()
     by_kind: dict[str, list[dict]] = {}

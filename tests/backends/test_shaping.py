@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
+from specgate.backends.shaping import client_k, shape_request
 
-from backends.shaping import client_k, shape_request
-from gateway.errors import InvalidRequest
+from specgate.errors import InvalidRequest
 
 
 def test_cap_merges_with_client_xargs() -> None:

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-
-from backends.spec_cap import read_cap
+from specgate.backends.spec_cap import read_cap
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from specgate.backends.launcher import EngineSpec
+from specgate.backends.vllm_metrics import parse_vllm_metrics
+from specgate.controllers.observations import Observation
 
-from backends.launcher import EngineSpec
-from backends.vllm_metrics import parse_vllm_metrics
-from controllers.observations import Observation
 from tests.conftest import MODEL, GatewayServer, engine_pool
 
 pytestmark = pytest.mark.slow

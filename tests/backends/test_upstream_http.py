@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from backends.upstream_http import ConnectFailed, Response, UpstreamClient, UpstreamFailure
+from specgate.backends.upstream_http import ConnectFailed, Response, UpstreamClient, UpstreamFailure
 
 HEAD_OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-
-from backends.vllm_metrics import parse_vllm_metrics
+from specgate.backends.vllm_metrics import parse_vllm_metrics
 
 SAMPLE = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -47,7 +46,7 @@ def test_garbage_raises_value_error() -> None:
 
 
 def test_spec_delta_and_restart() -> None:
-    from backends.vllm_metrics import EngineSnapshot, spec_delta
+    from specgate.backends.vllm_metrics import EngineSnapshot, spec_delta
 
     a = EngineSnapshot(drafts=10, draft_tokens=40, accepted_tokens=20, accepted_per_pos={0: 8, 1: 6})
     b = EngineSnapshot(drafts=15, draft_tokens=60, accepted_tokens=26, accepted_per_pos={0: 11, 1: 8})

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 import pytest
-
-from backends.vllm_response import is_usage_event, parse_spec_metrics, parse_usage
-from controllers.observations import SpecStats
+from specgate.backends.vllm_response import is_usage_event, parse_spec_metrics, parse_usage
+from specgate.controllers.observations import SpecStats
 
 GOOD = {
     "metrics": {

@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from controllers.actuator import Actuation, PoolOption, actuate
+from specgate.controllers.actuator import Actuation, PoolOption, actuate
 
 PLUGIN4 = PoolOption(max_k=4, per_request_k=True)
 STOCK4 = PoolOption(max_k=4, per_request_k=False)

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from controllers.breaker import BreakerSettings, CircuitBreaker
+from specgate.controllers.breaker import BreakerSettings, CircuitBreaker
 
 
 def test_opens_after_consecutive_failures_and_half_opens_after_the_wait() -> None:

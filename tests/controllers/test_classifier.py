@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.classifier import ClassifierModel, classification_text, confusion, train
+from specgate.controllers.classifier import ClassifierModel, classification_text, confusion, train
 
 TEXTS = [
     "def f(x): return x",
@@ -50,7 +49,7 @@ def test_round_trip_through_arrays_keeps_predictions() -> None:
 def test_features_are_stable_across_processes() -> None:
     # The committed weights depend on bucket ids: they must not change with PYTHONHASHSEED or the process.
     code = (
-        "from controllers.classifier import ClassifierModel; import numpy as np;"
+        "from specgate.controllers.classifier import ClassifierModel; import numpy as np;"
         "m = ClassifierModel(('a','b'), np.zeros((2, 1 << 12), np.float32), np.zeros(2, np.float32));"
         "print(m.features('Stable hashing, please!').tolist())"
     )

@@ -5,9 +5,8 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
-from controllers.observations import Observation, SpecStats
+from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
+from specgate.controllers.observations import Observation, SpecStats
 
 
 def hist(alpha: float, k: int, steps: int, rng: random.Random) -> tuple[int, ...]:

@@ -3,8 +3,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from controllers.cost_model import StepCostModel, StepSample
+from specgate.controllers.cost_model import StepCostModel, StepSample
 
 
 def true_step(b: float, kbar: float, kmax: float) -> float:
@@ -37,7 +36,7 @@ def test_cpu_prior_matches_the_committed_calibration() -> None:
     import json
     from pathlib import Path
 
-    from controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
+    from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
 
     fitted = json.loads((Path(__file__).parents[2] / "bench/results/cpu-step-profile.json").read_text())["fit"]
     t0, t1, _ = PRIORS["cpu"]

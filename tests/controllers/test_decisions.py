@@ -1,7 +1,9 @@
 from __future__ import annotations
 
-from controllers.decisions import static_table
-from gateway.config import RoutingConfig
+from specgate.controllers.decisions import static_table
+from specgate.runtime.settings import route_bounds
+
+from specgate.config import RoutingConfig
 
 
 def test_static_table_pins_bounds_and_default() -> None:
@@ -15,7 +17,7 @@ def test_static_table_pins_bounds_and_default() -> None:
             "default_route": "other",
         }
     )
-    table = static_table(routing, engine_max_k=4)
+    table = static_table(route_bounds(routing), engine_max_k=4)
     assert table.k_for("code") == 3
     assert table.k_for("chat") == 0
     assert table.k_for("wide") == 6  # the floor wins; the actuator clamps to what a pool can do

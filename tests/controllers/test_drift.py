@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import random
 
-from controllers.drift import DriftDetector, DriftEvent, DriftMonitor, DriftSettings, position_trials
+from specgate.controllers.drift import DriftDetector, DriftEvent, DriftMonitor, DriftSettings, position_trials
 
 
 def feed(d: DriftDetector, rng: random.Random, rate: float, windows: int, be: float | None = None) -> list:

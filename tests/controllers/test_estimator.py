@@ -6,8 +6,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controllers.estimator import AcceptanceEstimator, wilson_lower
+from specgate.controllers.estimator import AcceptanceEstimator, wilson_lower
 
 
 def histogram(alphas: list[float], k: int, steps: int, rng: random.Random) -> tuple[int, ...]:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from controllers.observations import Observation, ObservationSink, SpecStats
+from specgate.controllers.observations import Observation, ObservationSink, SpecStats
 
 
 def obs(i: int) -> Observation:

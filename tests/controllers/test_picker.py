@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from controllers.picker import EndpointLoad, pick_endpoint
+from specgate.controllers.picker import EndpointLoad, pick_endpoint
 
 
 @pytest.mark.parametrize(

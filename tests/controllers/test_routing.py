@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-
-from controllers.routing import RequestFeatures, match_rule, select_route
-from gateway.config import RouteConfig, RouteMatch
+from specgate.controllers.routing import RequestFeatures, RouteRules, Rule, match_rule, select_route
 
 
-def routes(*specs: tuple[str, list[dict]]) -> list[RouteConfig]:
-    return [RouteConfig.model_validate({"name": name, "match": rules}) for name, rules in specs]
+def _rule(spec: dict[str, Any]) -> Rule:
+    return Rule(**{key: frozenset(v) if isinstance(v, list) else v for key, v in spec.items()})
+
+
+def routes(*specs: tuple[str, list[dict[str, Any]]]) -> list[RouteRules]:
+    return [RouteRules(name, tuple(_rule(r) for r in rules)) for name, rules in specs]
 
 
 TABLE = routes(
@@ -58,5 +62,5 @@ def test_classifier_called_at_most_once_and_only_when_needed() -> None:
 
 def test_empty_rule_matches_everything_and_no_rules_match_nothing() -> None:
     f = RequestFeatures("m", "chat")
-    assert match_rule(RouteMatch(), f)
+    assert match_rule(Rule(), f)
     assert select_route(routes(("never", [])), "d", f) == "d"

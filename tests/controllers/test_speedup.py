@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from controllers.speedup import SpeedupMeter
+from specgate.controllers.speedup import SpeedupMeter
 
 
 def test_ratio_of_per_token_times_once_both_sides_have_data() -> None:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from dashboards.build import DASHBOARDS, OUT, build_all, check, known_metrics, query_metrics
+from specgate.dashboards.build import DASHBOARDS, OUT, build_all, check, known_metrics, query_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

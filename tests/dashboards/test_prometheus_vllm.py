@@ -15,12 +15,12 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from specgate.backends.launcher import EngineSpec
+from specgate.dashboards.build import DASHBOARDS
 
-from backends.launcher import EngineSpec
-from dashboards.build import DASHBOARDS
 from tests.conftest import GatewayServer, engine_pool, free_port
-from tests.gateway.test_controller_vllm import body
 from tests.receiver import WebhookReceiver
+from tests.runtime.test_controller_vllm import body
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

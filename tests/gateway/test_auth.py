@@ -8,13 +8,13 @@ from collections.abc import Callable
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
+from specgate.backends.state_store import MemoryStateStore
+from specgate.gateway.auth import Authenticator, RateLimiter, hash_key
+from specgate.gateway.cli import main
+from specgate.runtime.metrics import GatewayMetrics
 
-from gateway.auth import Authenticator, RateLimiter, hash_key
-from gateway.cli import main
-from gateway.config import AuthConfig, ConfigError, validate_config
-from gateway.errors import RateLimited, Unauthorized
-from gateway.metrics import GatewayMetrics
-from gateway.state_store import MemoryStateStore
+from specgate.config import AuthConfig, ConfigError, validate_config
+from specgate.errors import RateLimited, Unauthorized
 from tests.conftest import GatewayServer, free_port
 
 KEY = "sk-unit-test"

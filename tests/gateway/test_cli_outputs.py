@@ -6,9 +6,9 @@ import io
 import json
 from pathlib import Path
 
-from gateway.cli import main
-from gateway.plots import plot_bench
-from gateway.progress import Progress
+from specgate.gateway.cli import main
+from specgate.offline.plots import plot_bench
+from specgate.offline.progress import Progress
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

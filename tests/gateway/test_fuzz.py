@@ -19,7 +19,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.config import validate_config
+from specgate.config import validate_config
 from tests.conftest import GatewayServer, free_port
 from tests.fault_upstream import FaultUpstream
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
+from specgate.gateway.auth import hash_key
 
-from gateway.auth import hash_key
 from tests.conftest import GatewayServer
 from tests.fault_upstream import FaultUpstream
 

@@ -48,7 +48,7 @@ def test_sigterm_drains_streams_and_flushes_observations(redis: RedisServer, tmp
     path.write_text(yaml.safe_dump(config))
     log = (tmp_path / "gw.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)],
+        [sys.executable, "-m", "specgate", "serve", "--config", str(path)],
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=ROOT,

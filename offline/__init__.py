@@ -1,0 +1,1 @@
+"""Offline tools the server never runs: simulator, load generator (`specgate bench`), plots, progress bars."""

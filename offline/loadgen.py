@@ -1,0 +1,253 @@
+"""`specgate bench`: a phased load test through a gateway against a real engine (client side).
+
+It starts a gateway in this process in front of the given vLLM endpoint (which must load specgate's
+scheduler plugin), then runs the same phases once per policy: static k = 0 and static k = max (made with admin
+pins on every route) and the adaptive controller. Phases: low concurrency mixed work, high concurrency, then a
+shift of the mix towards text the drafter cannot predict. Every request streams a fixed number of tokens
+(`ignore_eos`); the figure per request is its end-to-end time per output token (start to last token / tokens).
+Results: a JSON file and a table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from specgate.gateway.app import create_app
+from specgate.offline.progress import Progress
+
+from specgate.config import validate_config
+
+__all__ = ["PHASES", "Phase", "run_bench"]
+
+# Copy-heavy work the tiny test model continues verbatim (about 3.4 tokens per verify step at k = 4).
+CODE_PROMPT = "import os\nimport sys\nimport os\nimport sys\nimport os\nimport sys\nimport os\nimport"
+WORDS = ["tea", "moon", "river", "quiet", "seven", "blue", "stone", "paper", "north", "glass", "cloud", "salt"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    seconds: float
+    concurrency: int
+    code_share: float
+
+
+PHASES = (
+    Phase("low-concurrency-mixed", 40, 2, 0.5),
+    Phase("high-concurrency", 40, 24, 0.5),
+    Phase("shift-to-chat", 40, 8, 0.1),
+)
+
+
+def _body(route: str, rng: random.Random, max_tokens: int, model: str) -> dict[str, Any]:
+    if route == "code":
+        return {
+            "model": model,
+            "prompt": CODE_PROMPT,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "stream": True,
+            "ignore_eos": True,
+        }
+    words = " ".join(rng.choice(WORDS) for _ in range(16))
+    return {
+        "model": model,
+        "prompt": words,
+        "ignore_eos": True,
+        "max_tokens": max_tokens,
+        "temperature": 1.5,
+        "seed": rng.randint(0, 10**9),
+        "stream": True,
+    }
+
+
+async def _one(
+    http: httpx.AsyncClient, url: str, route: str, rng: random.Random, model: str, tokens: int
+) -> dict[str, Any] | None:
+    started = time.perf_counter()
+    stamps: list[float] = []
+    async with http.stream(
+        "POST", f"{url}/v1/completions", json=_body(route, rng, tokens, model), headers={"x-specgate-route": route}
+    ) as r:
+        if r.status_code != 200:
+            return {"error": r.status_code}
+        async for line in r.aiter_lines():
+            if line.startswith("data: {") and '"text"' in line:
+                stamps.append(time.perf_counter())
+        k = int(r.headers.get("x-specgate-k", "-1"))
+    if len(stamps) < 2:
+        return None
+    return {
+        "route": route,
+        "k": k,
+        "started": started,
+        "ttft_s": stamps[0] - started,
+        "chunks": len(stamps),
+        "e2e_s": stamps[-1] - started,
+    }
+
+
+async def _phase(url: str, phase: Phase, seed: int, tokens_per_request: int, model: str) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    results: list[dict[str, Any]] = []
+    deadline = time.monotonic() + phase.seconds
+
+    async def worker(wid: int) -> None:
+        wrng = random.Random(seed * 1000 + wid)
+        async with httpx.AsyncClient(timeout=120) as http:
+            while time.monotonic() < deadline:
+                route = "code" if wrng.random() < phase.code_share else "chat"
+                try:
+                    res = await _one(http, url, route, rng, model, tokens_per_request)
+                except httpx.HTTPError as exc:
+                    res = {"error": type(exc).__name__}
+                if res is not None:
+                    results.append(res)
+
+    phase_start = time.perf_counter()
+    await asyncio.gather(*(worker(i) for i in range(phase.concurrency)))
+    for res in results:
+        if "started" in res:
+            res["t_s"] = round(res.pop("started") - phase_start, 3)
+        if "e2e_s" in res:
+            # End-to-end time per output token: vLLM merges queued step outputs into one chunk when its API
+            # server lags, which makes first-to-last-chunk timing meaningless under load; this is not fooled.
+            res["tpot_s"] = res["e2e_s"] / tokens_per_request
+    return results
+
+
+def _summary(results: list[dict[str, Any]], seconds: float, tokens_per_request: int) -> dict[str, Any]:
+    ok = [r for r in results if "tpot_s" in r]
+    errors = len(results) - len(ok)
+    tpots = sorted(r["tpot_s"] for r in ok)
+    return {
+        "requests": len(ok),
+        "errors": errors,
+        "mean_tpot_ms": round(1000 * statistics.fmean(tpots), 3) if tpots else None,
+        "p50_tpot_ms": round(1000 * tpots[len(tpots) // 2], 3) if tpots else None,
+        "p99_tpot_ms": round(1000 * tpots[min(len(tpots) - 1, int(0.99 * len(tpots)))], 3) if tpots else None,
+        "tokens_per_s": round(len(ok) * tokens_per_request / seconds, 1),
+        "k_mix": {str(k): sum(1 for r in ok if r["k"] == k) for k in sorted({r["k"] for r in ok})},
+    }
+
+
+def _start_gateway(engine_url: str, model: str, max_k: int, port: int) -> tuple[uvicorn.Server, threading.Thread]:
+    config = validate_config(
+        {
+            "server": {"port": port},
+            "pools": [
+                {
+                    "name": "engine",
+                    "model": model,
+                    "endpoints": [engine_url],
+                    "speculation": {"method": "ngram", "max_k": max_k, "per_request_k": True},
+                }
+            ],
+            "routing": {
+                "routes": [{"name": "code"}, {"name": "chat"}],
+                "default_route": "chat",
+                "allow_route_header": True,
+            },
+            "controller": {"tick_s": 1.0, "half_life_s": 20.0, "min_dwell_s": 3.0, "cost_prior": "cpu"},
+            "logging": {"level": "warning"},
+        }
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config), host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="on"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server, thread
+
+
+def run_bench(
+    engine_url: str,
+    served_model: str,
+    max_k: int,
+    out: Path | None,
+    phases: tuple[Phase, ...] = PHASES,
+    port: int = 18000,
+    tokens_per_request: int = 64,
+    policies: list[str] | None = None,
+) -> dict[str, Any]:
+    """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order); returns
+    (and writes) the results."""
+    server, thread = _start_gateway(engine_url, served_model, max_k, port)
+    url = f"http://127.0.0.1:{port}"
+    report: dict[str, Any] = {
+        "engine": engine_url,
+        "max_k": max_k,
+        "phases": [p.__dict__ for p in phases],
+        "policies": {},
+        "timeline": {},
+    }
+    order = policies or ["static-k0", f"static-k{max_k}", "adaptive"]
+    progress = Progress(len(order) * len(phases), "bench")
+    try:
+        for policy in order:
+            with httpx.Client(timeout=10) as admin:
+                for route in ("code", "chat"):
+                    if policy == "adaptive":
+                        admin.delete(f"{url}/admin/routes/{route}/k")
+                    else:
+                        admin.put(f"{url}/admin/routes/{route}/k", json={"k": int(policy.removeprefix("static-k"))})
+            rows = {}
+            timeline = []
+            offset = 0.0
+            for i, phase in enumerate(phases):
+                results = asyncio.run(_phase(url, phase, i + 1, tokens_per_request, served_model))
+                rows[phase.name] = _summary(results, phase.seconds, tokens_per_request)
+                # One row per request (start offset in the policy's run, TPOT, k, route) for the plots.
+                timeline += [
+                    [round(offset + r["t_s"], 3), round(1000 * r["tpot_s"], 3), r["k"], r["route"]]
+                    for r in results
+                    if "tpot_s" in r
+                ]
+                offset += phase.seconds
+                progress.advance(f"{policy} {phase.name}: mean TPOT {rows[phase.name]['mean_tpot_ms']} ms")
+            report["policies"][policy] = rows
+            report["timeline"][policy] = timeline
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+    report["verdict"] = _verdict(report, max_k)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+def _verdict(report: dict[str, Any], max_k: int) -> dict[str, Any]:
+    pols = report["policies"]
+    adaptive = pols["adaptive"]
+    statics = [pols["static-k0"], pols[f"static-k{max_k}"]]
+    per_phase: dict[str, float | None] = {}
+    for phase, row in adaptive.items():
+        figures = [s[phase]["mean_tpot_ms"] for s in statics if s[phase]["mean_tpot_ms"] is not None]
+        mine = row["mean_tpot_ms"]
+        per_phase[phase] = round(mine / min(figures), 3) if figures and mine is not None else None
+
+    def overall(rows: dict[str, Any]) -> float | None:
+        done = [r for r in rows.values() if r["mean_tpot_ms"] is not None]
+        total = sum(r["requests"] for r in done)
+        return round(sum(r["mean_tpot_ms"] * r["requests"] for r in done) / total, 3) if total else None
+
+    return {
+        "adaptive_over_best_static_tpot_per_phase": per_phase,
+        "overall_mean_tpot_ms": {name: overall(rows) for name, rows in pols.items()},
+    }

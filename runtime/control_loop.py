@@ -1,0 +1,201 @@
+"""Runs the controller inside the gateway: every tick, feed it the observations and pool loads,
+publish the new decision table, and export what it decided.
+
+The request path reads `Dispatcher.table` (one attribute read); this loop replaces it wholesale, so there
+is no lock between them. A failing tick is logged and counted; the last table stays in force.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from specgate.backends.pool import PoolSet
+from specgate.controllers.controller import with_undrafted_steps
+from specgate.controllers.decisions import DecisionTable
+from specgate.controllers.drift import DriftEvent, position_trials
+from specgate.controllers.observations import Observation, ObservationSink
+from specgate.controllers.speedup import SpeedupMeter
+from specgate.runtime.alerts import Alert, AlertDispatcher
+from specgate.runtime.dispatch import Dispatcher
+from specgate.runtime.metrics import GatewayMetrics
+from specgate.runtime.settings import build_controller, build_drift_monitor
+
+from specgate.config import GatewayConfig
+
+if TYPE_CHECKING:
+    from specgate.runtime.coordination import ReplicaSync
+
+__all__ = ["ControlLoop"]
+
+log = logging.getLogger("specgate.controller")
+
+
+class ControlLoop:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        pools: PoolSet,
+        sink: ObservationSink,
+        dispatcher: Dispatcher,
+        metrics: GatewayMetrics,
+        alerts: AlertDispatcher | None = None,
+    ) -> None:
+        self.config = config
+        self.pools = pools
+        self.sink = sink
+        self.dispatcher = dispatcher
+        self.metrics = metrics
+        self.controller = build_controller(config)
+        self.alerts = alerts
+        self.drift = build_drift_monitor(config, self.controller.route_names())
+        self._firing: dict[str, Alert] = {}
+        self._break_even: dict[str, float | None] = {}
+        self.speedup = SpeedupMeter()
+        self._task: asyncio.Task[None] | None = None
+        # Set by the app: shares observations and decisions with other replicas (gateway/replica.py).
+        self.replica: ReplicaSync | None = None
+        self.last_tick_at: float | None = None
+        self.publish(self.controller.table())
+
+    def start(self) -> None:
+        # Runs in static mode too: pins, the kill switch and the metrics still go through the tick.
+        self._task = asyncio.create_task(self._run(), name="controller")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.controller.tick_s)
+            try:
+                if self.replica is not None:
+                    await self.replica.step()
+                else:
+                    self.tick()
+            except Exception:
+                self.metrics.controller_errors.inc()
+                log.exception("controller tick failed; the last decision table stays in force")
+
+    def pool_batches(self, now: float) -> dict[str, float | None]:
+        """Mean running requests per healthy endpoint of each pool; None when no fresh scrape exists."""
+        out: dict[str, float | None] = {}
+        for pool in self.pools.pools:
+            loads = [ep.load(now, pool.stale_after_s) for ep in pool.endpoints if ep.healthy is not False]
+            fresh = [max(float(load.outstanding), load.running) for load in loads if load.running is not None]
+            out[pool.name] = (sum(fresh) / len(fresh) + 1.0) if fresh else None
+        return out
+
+    def tick(self, observations: list[Observation] | None = None) -> DecisionTable | None:
+        """One controller step on `observations` (default: this replica's own, drained from the sink)."""
+        now = time.monotonic()
+        for obs in self.sink.drain() if observations is None else observations:
+            self.controller.observe(obs, now)
+            self.speedup.add(obs.route, obs.k_applied, obs.completion_tokens, obs.e2e_s)
+            self._watch_drift(obs)
+        table = self.controller.tick(now, self.pool_batches(now))
+        self.metrics.controller_ticks.inc()
+        self.last_tick_at = time.time()
+        self.metrics.last_tick.set(self.last_tick_at)
+        if table is not None:
+            for rec in list(self.controller.log)[-len(self.controller.route_names()) * 2 :]:
+                if rec.version == table.version:
+                    self.metrics.decision_changes.labels(rec.route).inc()
+                    log.info(
+                        "k changed",
+                        extra={
+                            "route": rec.route,
+                            "old_k": rec.old_k,
+                            "new_k": rec.new_k,
+                            "reason": rec.reason,
+                            "version": rec.version,
+                        },
+                    )
+            self.publish(table)
+        self._export()
+        return table
+
+    def _watch_drift(self, obs: Observation) -> None:
+        if self.drift is None or obs.spec is None or obs.k_applied <= 0:
+            return
+        trials, passes = position_trials(with_undrafted_steps(obs), obs.k_applied)
+        event = self.drift.add(obs.route, trials, passes, self._break_even.get(obs.route))
+        if event is not None:
+            self._raise(event)
+
+    def _raise(self, event: DriftEvent) -> None:
+        """Turn a detector's firing / recovered event into an alert for the receivers (and the log)."""
+        now = time.time()
+        baseline = "unknown" if event.baseline is None else f"{event.baseline:.3f}"
+        if event.state == "firing":
+            kind = "break_even" if "break-even" in event.reason else "shift"
+            alert = Alert(
+                "SpecgateRouteAcceptanceDrift",
+                {"route": event.route, "kind": kind, "severity": "warning", "source": "specgate"},
+                {
+                    "summary": f"Draft acceptance on route {event.route} drifted: {event.reason}",
+                    "description": (
+                        f"Acceptance {event.rate:.3f} against a baseline of {baseline}. The controller lowers k "
+                        "where speculation stops paying; check the drafter against the route's traffic."
+                    ),
+                },
+                "firing",
+                now,
+                generator_url=f"{self.config.alerts.external_url}/admin/routes/{event.route}",
+            )
+            self._firing[event.route] = alert
+        else:
+            fired = self._firing.pop(event.route, None)
+            if fired is None:
+                return
+            alert = fired.resolved(
+                now,
+                {**fired.annotations, "resolution": f"Recovered: acceptance {event.rate:.3f}, baseline {baseline}."},
+            )
+        self.metrics.alerts_fired.labels(alert.name, alert.status).inc()
+        log.warning(
+            "drift alert",
+            extra={"route": event.route, "status": alert.status, "reason": event.reason, "rate": round(event.rate, 4)},
+        )
+        if self.alerts is not None:
+            self.alerts.publish(alert)
+
+    def publish(self, table: DecisionTable) -> None:
+        self.dispatcher.table = table
+        self.metrics.decision_version.set(table.version)
+        for name, decision in table.routes.items():
+            self.metrics.route_k.labels(name).set(decision.k)
+
+    def _export(self) -> None:
+        m = self.metrics
+        c = self.controller
+        m.controller_paused.set(1 if c.paused else 0)
+        m.kill_switch.set(1 if c.kill_switch else 0)
+        for name in c.route_names():
+            status = c.route_status(name)
+            m.route_expected_speedup.labels(name).set(status["expected_speedup"])
+            measured = self.speedup.speedup(name)
+            if measured is not None:
+                m.route_measured_speedup.labels(name).set(measured)
+            m.route_acceptance_length.labels(name).set(status["acceptance"]["expected_length_at_k"])
+            for i, rate in enumerate(status["acceptance"]["position_rates"], 1):
+                if rate is not None:
+                    m.route_position_acceptance.labels(name, str(i)).set(rate)
+        for pool in self.config.pools:
+            m.cost_fit_quality.labels(pool.name).set(c.cost_model(pool.name).fit_quality)
+        for name in c.route_names():
+            be = self._break_even[name] = c.break_even(name)
+            if be is not None:
+                m.break_even.labels(name).set(be)
+        if self.drift is not None:
+            for name, det in self.drift.detectors.items():
+                m.drift_state.labels(name).set({"learning": 0, "ok": 1, "firing": 2}[det.state])
+                if det.p0 is not None:
+                    m.drift_baseline.labels(name).set(det.p0)
+                if name in self.drift.last_rate:
+                    m.drift_acceptance.labels(name).set(self.drift.last_rate[name])

@@ -1,0 +1,146 @@
+"""From a checked request to a plan: route, pool, k to apply, and the shaped upstream body.
+
+request -> features -> route -> decision table -> actuator (pool + per-request cap) -> shaping
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from specgate.backends.pool import Pool, PoolSet
+from specgate.backends.shaping import client_k, shape_request
+from specgate.controllers.actuator import PoolOption, actuate
+from specgate.controllers.decisions import DecisionTable, static_table
+from specgate.controllers.routing import RequestFeatures, select_route
+from specgate.runtime.requests import ParsedRequest
+from specgate.runtime.settings import route_bounds, route_rules
+
+from specgate.config import GatewayConfig
+from specgate.errors import InvalidRequest, ModelNotFound
+
+__all__ = ["Dispatcher", "Plan", "request_features"]
+
+ROUTE_HEADER = "x-specgate-route"
+_HEAD_CHARS = 2048
+
+
+@dataclass(slots=True)
+class Plan:
+    route: str
+    pool: Pool
+    k: int
+    cap: int | None
+    # The client asked for the final usage chunk itself (else the gateway drops it after reading it).
+    client_usage: bool
+    explored: bool = False
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def request_features(
+    req: ParsedRequest, tenant: str | None = None, classify: Callable[[], str | None] | None = None
+) -> RequestFeatures:
+    body = req.body
+    system = ""
+    chars = 0
+    if req.api == "chat":
+        for msg in body["messages"]:
+            text = _text(msg.get("content"))
+            chars += len(text)
+            if not system and msg.get("role") in ("system", "developer"):
+                system = text[:_HEAD_CHARS]
+    else:
+        prompt = body["prompt"]
+        chars = len(prompt) if isinstance(prompt, str) else sum(len(p) for p in prompt if isinstance(p, str))
+    fmt = body.get("response_format")
+    return RequestFeatures(
+        model=req.model,
+        api=req.api,
+        tenant=tenant,
+        system_prompt=system,
+        has_tools=bool(body.get("tools")),
+        json_response=isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"),
+        prompt_chars=chars,
+        classify=classify,
+    )
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        pools: PoolSet,
+        classify: Callable[[Mapping[str, Any]], str | None] | None = None,
+    ) -> None:
+        self._routing = config.routing
+        self._rules = route_rules(config.routing)
+        self._classify = classify
+        self._random = random.Random().random
+        self._pools = pools
+        self._route_names = frozenset(config.routing.route_names())
+        engine_max = max((p.speculation.max_k for p in config.pools), default=0)
+        # Replaced wholesale (one reference assignment) whenever the controller decides.
+        self.table: DecisionTable = static_table(route_bounds(config.routing), engine_max)
+
+    @property
+    def route_names(self) -> frozenset[str]:
+        return self._route_names
+
+    def choose_route(self, req: ParsedRequest, headers: Mapping[str, str], tenant: str | None = None) -> str:
+        asked = headers.get(ROUTE_HEADER)
+        if asked and self._routing.allow_route_header:
+            if asked not in self._route_names:
+                raise InvalidRequest(f"unknown route '{asked}'", param=ROUTE_HEADER)
+            return asked
+        classify = self._classify
+        label = (lambda: classify(req.body)) if classify else None
+        return select_route(self._rules, self._routing.default_route, request_features(req, tenant, label))
+
+    def candidate_pools(self, model: str, route: str) -> list[Pool]:
+        pools = self._pools.pools_for(model)
+        if not pools:
+            raise ModelNotFound(f"The model '{model}' does not exist", param="model")
+        allowed = self._routing.route(route).pools
+        if allowed is not None:
+            narrowed = [p for p in pools if p.name in allowed]
+            # A route restricted to pools that do not serve this model still serves it from the others.
+            pools = narrowed or pools
+        return pools
+
+    def plan(self, req: ParsedRequest, headers: Mapping[str, str], tenant: str | None = None) -> Plan:
+        route = self.choose_route(req, headers, tenant)
+        pools = self.candidate_pools(req.model, route)
+        asked_k = client_k(req.body)
+        explored = False
+        if asked_k is not None and self._routing.allow_client_k:
+            desired = asked_k
+        else:
+            decision = self.table.routes.get(route)
+            desired = self.table.k_for(route)
+            if decision is not None and decision.explore_k is not None and self._random() < decision.explore_share:
+                desired, explored = decision.explore_k, True
+        options = [
+            PoolOption(
+                p.config.speculation.max_k,
+                p.config.speculation.per_request_k,
+                any(ep.healthy is not False for ep in p.endpoints),
+            )
+            for p in pools
+        ]
+        act = actuate(desired, options)
+        pool = pools[act.pool_index]
+        ask_usage = req.stream and not req.include_usage
+        if shape_request(req.body, cap=act.cap, ask_usage=ask_usage):
+            req.modified = True
+        return Plan(
+            route, pool, act.applied_k, act.cap, client_usage=req.include_usage or not req.stream, explored=explored
+        )

@@ -1,0 +1,5 @@
+"""`python -m specgate ...` is the `specgate` command."""
+
+from specgate.gateway.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,508 @@
+"""The gateway's one configuration file: a YAML document validated by pydantic.
+
+Every field has a default that works, so an empty file (or none, with `--pool`) is a valid config.
+`load_config` raises `ConfigError` listing every problem with its field path, which is what
+`specgate check-config` prints.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+
+__all__ = [
+    "AlertmanagerPushConfig",
+    "AlertsConfig",
+    "ApiKeyConfig",
+    "AuthConfig",
+    "BreakerConfig",
+    "ClassifierConfig",
+    "ConfigError",
+    "ControllerConfig",
+    "DriftConfig",
+    "GatewayConfig",
+    "HealthConfig",
+    "KConfig",
+    "PoolConfig",
+    "ReceiverConfig",
+    "RetryConfig",
+    "RouteConfig",
+    "RouteMatch",
+    "RoutingConfig",
+    "ScrapeConfig",
+    "ServerConfig",
+    "SpeculationConfig",
+    "StateConfig",
+    "TenantLimits",
+    "TimeoutConfig",
+    "TracingConfig",
+    "load_config",
+    "parse_pool_flag",
+]
+
+
+class _Strict(BaseModel):
+    # Unknown keys are almost always typos in ops configs; reject them instead of ignoring them.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 8000
+    max_body_bytes: Annotated[int, Field(ge=1024)] = 4 * 1024 * 1024
+    # Seconds a client is told to wait in Retry-After when no endpoint can take its request.
+    retry_after_s: Annotated[int, Field(ge=1, le=120)] = 2
+    # Pass vLLM's per-request `metrics` field on to clients (engine-internal; off by default).
+    expose_engine_metrics: bool = False
+    # Generation requests handled at once by this replica; beyond it: 503 with Retry-After, never a pile-up.
+    max_concurrent_requests: Annotated[int, Field(ge=1)] = 2048
+    # On SIGTERM: stop accepting, let in-flight requests and streams finish for up to this long.
+    shutdown_grace_s: Annotated[float, Field(ge=0)] = 30.0
+
+
+class TimeoutConfig(_Strict):
+    connect_s: Annotated[float, Field(gt=0)] = 5.0
+    # Until the upstream sends response headers (and, for streams, the first event).
+    first_byte_s: Annotated[float, Field(gt=0)] = 120.0
+    # Longest silence tolerated between two reads of an upstream body.
+    stream_idle_s: Annotated[float, Field(gt=0)] = 60.0
+    # A client must have sent its whole request body within this time (slow clients get 408).
+    client_body_s: Annotated[float, Field(gt=0)] = 30.0
+
+
+class RetryConfig(_Strict):
+    # Total tries of one request, the first included; each retry goes to another endpoint.
+    max_attempts: Annotated[int, Field(ge=1, le=5)] = 2
+
+
+class HealthConfig(_Strict):
+    interval_s: Annotated[float, Field(gt=0)] = 5.0
+    timeout_s: Annotated[float, Field(gt=0)] = 2.0
+    unhealthy_after: Annotated[int, Field(ge=1)] = 2
+    healthy_after: Annotated[int, Field(ge=1)] = 1
+
+
+class ScrapeConfig(_Strict):
+    interval_s: Annotated[float, Field(gt=0)] = 2.0
+    timeout_s: Annotated[float, Field(gt=0)] = 2.0
+    # A scrape older than this many intervals means "load unknown", never "idle".
+    stale_after_intervals: Annotated[int, Field(ge=1)] = 3
+
+
+class SpeculationConfig(_Strict):
+    """What the engines of a pool were started with; specgate cannot change it, only use it."""
+
+    method: Literal["none", "ngram", "eagle", "eagle3", "draft_model", "mtp", "suffix"] = "none"
+    max_k: Annotated[int, Field(ge=0, le=16)] = 0
+    # True when the engines load specgate's scheduler plugin, so each request may carry its own k.
+    per_request_k: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SpeculationConfig:
+        if self.method == "none" and self.max_k != 0:
+            raise ValueError("max_k must be 0 when method is 'none'")
+        if self.method != "none" and self.max_k == 0:
+            raise ValueError(f"max_k must be >= 1 when method is '{self.method}'")
+        if self.per_request_k and self.method == "none":
+            raise ValueError("per_request_k needs speculation (method != 'none')")
+        return self
+
+
+def _check_unique(kind: str, names: list[str]) -> None:
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{kind} names must be unique; repeated: {', '.join(dupes)}")
+
+
+def _check_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"endpoint {url!r} must be an http(s) base URL like http://host:port")
+    return url.rstrip("/")
+
+
+class PoolConfig(_Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+    model: Annotated[str, Field(min_length=1, max_length=256)]
+    engine: Literal["vllm"] = "vllm"
+    endpoints: Annotated[list[str], Field(min_length=1)]
+    speculation: SpeculationConfig = SpeculationConfig()
+
+    @field_validator("endpoints")
+    @classmethod
+    def _urls(cls, value: list[str]) -> list[str]:
+        urls = [_check_url(u) for u in value]
+        if len(set(urls)) != len(urls):
+            raise ValueError("endpoints must not repeat")
+        return urls
+
+
+class KConfig(_Strict):
+    """A route's speculation bounds; `pin` fixes k (the controller then leaves the route alone)."""
+
+    min: Annotated[int, Field(ge=0, le=16)] = 0
+    max: Annotated[int, Field(ge=0, le=16)] = 16
+    pin: Annotated[int | None, Field(ge=0, le=16)] = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> KConfig:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        if self.pin is not None and not self.min <= self.pin <= self.max:
+            raise ValueError(f"pin ({self.pin}) must lie within [min, max] = [{self.min}, {self.max}]")
+        return self
+
+
+class RouteMatch(_Strict):
+    """One rule: every condition given must hold. A route matches when any of its rules does."""
+
+    models: list[str] | None = None
+    api: Literal["chat", "completions"] | None = None
+    tenants: list[str] | None = None
+    system_regex: str | None = None
+    has_tools: bool | None = None
+    json_response: bool | None = None
+    min_prompt_chars: Annotated[int | None, Field(ge=0)] = None
+    max_prompt_chars: Annotated[int | None, Field(ge=0)] = None
+    classes: list[str] | None = None
+
+    @field_validator("system_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+
+_ROUTE_NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+
+
+class RouteConfig(_Strict):
+    name: Annotated[str, Field(pattern=_ROUTE_NAME)]
+    match: list[RouteMatch] = []
+    k: KConfig = KConfig()
+    # Per-token latency the route must keep (the controller's constraint); None = no SLO.
+    tpot_slo_s: Annotated[float | None, Field(gt=0)] = None
+    # Pools this route may use (by name); None = every pool serving the request's model.
+    pools: list[str] | None = None
+
+
+class RoutingConfig(_Strict):
+    # Routes in priority order: the first whose rules match takes the request.
+    routes: list[RouteConfig] = []
+    default_route: Annotated[str, Field(pattern=_ROUTE_NAME)] = "default"
+    # A client's `x-specgate-route` header picks the route (API keys will narrow who may).
+    allow_route_header: bool = False
+    # A client's own `vllm_xargs.num_speculative_tokens` is honoured instead of the route's k.
+    allow_client_k: bool = False
+
+    @field_validator("routes")
+    @classmethod
+    def _unique(cls, routes: list[RouteConfig]) -> list[RouteConfig]:
+        _check_unique("route", [r.name for r in routes])
+        return routes
+
+    def route_names(self) -> list[str]:
+        names = [r.name for r in self.routes]
+        return names if self.default_route in names else [*names, self.default_route]
+
+    def class_labels(self) -> frozenset[str]:
+        """Every classifier label that a route rule uses."""
+        return frozenset(label for r in self.routes for m in r.match for label in m.classes or ())
+
+    def route(self, name: str) -> RouteConfig:
+        for r in self.routes:
+            if r.name == name:
+                return r
+        return RouteConfig(name=name)
+
+
+class ClassifierConfig(_Strict):
+    enabled: bool = True
+    # None = the model bundled with specgate (package data: controllers/data/route-classifier.npz).
+    model_path: str | None = None
+    # Below this confidence the label is withheld: rules on `classes` do not match.
+    min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+
+class ControllerConfig(_Strict):
+    """The adaptive k controller (docs/controller.md)."""
+
+    enabled: bool = True
+    tick_s: Annotated[float, Field(gt=0)] = 2.0
+    # Acceptance evidence loses half its weight in this time.
+    half_life_s: Annotated[float, Field(gt=0)] = 60.0
+    # Relative goodput gain a change must promise.
+    hysteresis: Annotated[float, Field(ge=0, le=1)] = 0.03
+    min_dwell_s: Annotated[float, Field(ge=0)] = 10.0
+    max_step: Annotated[int, Field(ge=1, le=16)] = 2
+    explore_share: Annotated[float, Field(ge=0, le=0.5)] = 0.03
+    stale_after_s: Annotated[float, Field(gt=0)] = 60.0
+    safe_k: Annotated[int, Field(ge=0, le=16)] = 0
+    # Step-time prior per engine kind until the online fit takes over.
+    cost_prior: Literal["gpu", "cpu"] = "gpu"
+    decision_log_size: Annotated[int, Field(ge=10, le=100_000)] = 500
+
+
+def _http_url(value: str, what: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{what} must be an http(s) URL with a host, got {value!r}")
+    return value.rstrip("/")
+
+
+class BreakerConfig(_Strict):
+    """Per-endpoint circuit breaker on real requests (controllers/breaker.py)."""
+
+    failure_threshold: Annotated[int, Field(ge=1)] = 5
+    open_s: Annotated[float, Field(gt=0)] = 10.0
+    max_open_s: Annotated[float, Field(gt=0)] = 120.0
+
+
+class ReceiverConfig(_Strict):
+    """A webhook that gets drift alerts (docs/alerts.md)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+    url: str
+    # alertmanager = Alertmanager webhook payload v4; slack = incoming-webhook text; json = one alert per body.
+    format: Literal["alertmanager", "slack", "json"] = "alertmanager"
+    # Standard Webhooks signing secret, `whsec_<base64>`; unsigned when absent.
+    secret: SecretStr | None = None
+    # Extra request headers, e.g. an Authorization header the receiver wants.
+    headers: dict[str, SecretStr] = {}
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value, "url")
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        raw = value.get_secret_value()
+        if not raw.startswith("whsec_"):
+            raise ValueError("secret must look like whsec_<base64> (Standard Webhooks)")
+        try:
+            key = base64.b64decode(raw.removeprefix("whsec_"), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("secret: the part after whsec_ is not valid base64") from None
+        if len(key) < 16:
+            raise ValueError("secret: use at least 16 random bytes")
+        return value
+
+
+class AlertmanagerPushConfig(_Strict):
+    """Also push alerts to an Alertmanager (`POST /api/v2/alerts`), re-sent while they are active."""
+
+    url: str
+    resend_s: Annotated[float, Field(gt=0)] = 60.0
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value, "url")
+
+
+class DriftConfig(_Strict):
+    """Per-route drift detection on acceptance (controllers/drift.py; docs/alerts.md)."""
+
+    enabled: bool = True
+    # Draft-position trials per window; windows learn the baseline first.
+    min_trials: Annotated[int, Field(ge=10)] = 200
+    baseline_windows: Annotated[int, Field(ge=2)] = 30
+    cusum_k: Annotated[float, Field(ge=0)] = 0.5
+    cusum_h: Annotated[float, Field(gt=0)] = 8.0
+    ewma_lambda: Annotated[float, Field(gt=0, le=1)] = 0.1
+    ewma_l: Annotated[float, Field(gt=0)] = 3.5
+    # Consecutive windows that must agree before an alert fires or resolves.
+    confirm: Annotated[int, Field(ge=1, le=20)] = 2
+
+
+class AlertsConfig(_Strict):
+    receivers: list[ReceiverConfig] = []
+    alertmanager: AlertmanagerPushConfig | None = None
+    drift: DriftConfig = DriftConfig()
+    # Per receiver: alerts waiting beyond this are dropped (and counted), never piled up.
+    queue_size: Annotated[int, Field(ge=1, le=100_000)] = 1000
+    max_attempts: Annotated[int, Field(ge=1, le=50)] = 8
+    backoff_initial_s: Annotated[float, Field(gt=0)] = 0.5
+    backoff_max_s: Annotated[float, Field(gt=0)] = 60.0
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    # Where operators reach this gateway; `externalURL` / `generatorURL` in payloads.
+    external_url: str = "http://localhost:8000"
+
+    @field_validator("receivers")
+    @classmethod
+    def _unique_receivers(cls, receivers: list[ReceiverConfig]) -> list[ReceiverConfig]:
+        _check_unique("receiver", [r.name for r in receivers])
+        return receivers
+
+
+class TracingConfig(_Strict):
+    """OpenTelemetry traces (docs/observability.md)."""
+
+    exporter: Literal["none", "console", "otlp-http", "otlp-grpc"] = "none"
+    # OTLP endpoint: the full traces URL for otlp-http, host:port (or http://host:port) for otlp-grpc.
+    endpoint: str = "http://localhost:4318/v1/traces"
+    service_name: str = "specgate"
+    # Share of new traces sampled; a sampled parent (the client's traceparent) is always followed.
+    sample_ratio: Annotated[float, Field(ge=0, le=1)] = 1.0
+
+
+class StateConfig(_Strict):
+    """Where replicas share state (docs/replicas.md). No `redis_url`: in memory, one replica."""
+
+    # redis://, rediss:// (TLS) or redis+sentinel://host:port[,host:port]/service_name[/db]
+    redis_url: str | None = None
+    # Prefix of every key, so several gateway deployments can share one Redis.
+    namespace: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")] = "specgate"
+    # Leader lease; renewed every controller tick, so keep it a few ticks long.
+    lease_ttl_s: Annotated[float, Field(gt=0)] = 6.0
+    # Redis calls slower than this count as an outage for this tick.
+    timeout_s: Annotated[float, Field(gt=0)] = 1.0
+    # Observations kept locally while Redis is away (oldest dropped beyond, and counted).
+    max_buffered_observations: Annotated[int, Field(ge=0)] = 10_000
+    decision_log_size: Annotated[int, Field(ge=10, le=100_000)] = 500
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("redis", "rediss", "unix", "redis+sentinel"):
+            raise ValueError("redis_url must start with redis://, rediss://, unix:// or redis+sentinel://")
+        return value
+
+
+class ApiKeyConfig(_Strict):
+    # SHA-256 (hex) of the key, never the key itself: `specgate hash-key` prints it.
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    tenant: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+
+
+class TenantLimits(_Strict):
+    requests_per_min: Annotated[int, Field(ge=1)] | None = None
+    tokens_per_min: Annotated[int, Field(ge=1)] | None = None
+    # Requests of the tenant in flight at once, per replica (429 beyond).
+    max_concurrent: Annotated[int, Field(ge=1)] | None = None
+
+
+class AuthConfig(_Strict):
+    """API keys mapped to tenants, per-tenant limits (shared across replicas through Redis)."""
+
+    # Keys from config; with a Redis state store, keys in the hash `<namespace>:keys` (sha256 -> tenant) count too.
+    api_keys: list[ApiKeyConfig] = []
+    # Requests without a valid key get 401. Default: required as soon as any key is configured.
+    require_api_key: bool | None = None
+    tenants: dict[str, TenantLimits] = {}
+    # Bearer key for GET /metrics; open when unset.
+    metrics_key: SecretStr | None = None
+
+    def key_required(self) -> bool:
+        return self.require_api_key if self.require_api_key is not None else bool(self.api_keys)
+
+
+class LoggingConfig(_Strict):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    # Prompt bodies are user data: off unless an operator turns it on for debugging.
+    log_prompts: bool = False
+
+
+class GatewayConfig(_Strict):
+    server: ServerConfig = ServerConfig()
+    timeouts: TimeoutConfig = TimeoutConfig()
+    retries: RetryConfig = RetryConfig()
+    breaker: BreakerConfig = BreakerConfig()
+    health: HealthConfig = HealthConfig()
+    scrape: ScrapeConfig = ScrapeConfig()
+    logging: LoggingConfig = LoggingConfig()
+    routing: RoutingConfig = RoutingConfig()
+    classifier: ClassifierConfig = ClassifierConfig()
+    controller: ControllerConfig = ControllerConfig()
+    alerts: AlertsConfig = AlertsConfig()
+    tracing: TracingConfig = TracingConfig()
+    state: StateConfig = StateConfig()
+    auth: AuthConfig = AuthConfig()
+    admin_key: str | None = None
+    pools: list[PoolConfig] = []
+
+    @field_validator("pools")
+    @classmethod
+    def _unique_names(cls, pools: list[PoolConfig]) -> list[PoolConfig]:
+        _check_unique("pool", [p.name for p in pools])
+        return pools
+
+    @model_validator(mode="after")
+    def _route_pools_exist(self) -> GatewayConfig:
+        known = {p.name for p in self.pools}
+        for i, route in enumerate(self.routing.routes):
+            missing = [p for p in route.pools or [] if p not in known]
+            if missing:
+                raise ValueError(f"routing.routes.{i}.pools: unknown pool(s) {', '.join(missing)}")
+        if self.routing.class_labels() and not self.classifier.enabled:
+            raise ValueError(
+                "classifier.enabled is false but route rules use `classes`: those rules could never match"
+                " (turn the classifier on or remove the `classes` conditions)"
+            )
+        return self
+
+    def models(self) -> list[str]:
+        """Each served model once, in config order."""
+        return list(dict.fromkeys(p.model for p in self.pools))
+
+
+class ConfigError(Exception):
+    """A config that cannot be used; `problems` holds one line per error, each with its field path."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _format_validation_error(exc: ValidationError) -> list[str]:
+    lines = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "(root)"
+        lines.append(f"{path}: {err['msg']}")
+    return lines
+
+
+def validate_config(data: Any) -> GatewayConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(["(root): the config must be a YAML mapping"])
+    try:
+        return GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc)) from None
+
+
+def load_config(path: str | Path) -> GatewayConfig:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"(file): cannot read {path}: {exc.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"(yaml): {exc}"]) from None
+    return validate_config(data)
+
+
+def parse_pool_flag(flag: str, index: int) -> dict[str, Any]:
+    """`MODEL=URL[,URL...]` from `specgate serve --pool` into a pool mapping (validated later)."""
+    model, sep, urls = flag.partition("=")
+    if not sep or not model or not urls:
+        raise ConfigError([f"--pool {flag!r}: expected MODEL=URL[,URL...]"])
+    return {"name": f"pool-{index}", "model": model, "endpoints": [u for u in urls.split(",") if u]}

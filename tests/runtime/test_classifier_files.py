@@ -1,0 +1,150 @@
+"""The bundled classifier model and the committed labelled data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from specgate.backends.pool import PoolSet
+from specgate.controllers.classifier import DEFAULT_LABELS, confusion
+from specgate.gateway.cli import main
+from specgate.runtime.classifier_files import (
+    BUNDLED_MODEL,
+    HELD_OUT_DATA,
+    ClassifierLoadError,
+    load_labelled,
+    load_model,
+)
+from specgate.runtime.classify import RequestClassifier
+from specgate.runtime.dispatch import Dispatcher
+from specgate.runtime.metrics import GatewayMetrics
+from specgate.runtime.requests import parse_body
+
+from specgate.config import ClassifierConfig, validate_config
+
+
+def test_bundled_model_accuracy_on_held_out_set() -> None:
+    model = load_model(BUNDLED_MODEL)
+    assert model.labels == DEFAULT_LABELS
+    texts, labels = load_labelled(HELD_OUT_DATA)
+    _, accuracy = confusion(model, texts, labels)
+    assert len(texts) >= 700
+    assert accuracy >= 0.90
+
+
+def test_train_and_test_share_no_text() -> None:
+    train_texts, _ = load_labelled(HELD_OUT_DATA.parent / "train.jsonl")
+    test_texts, _ = load_labelled(HELD_OUT_DATA)
+    long_train = {t for t in train_texts if len(t) > 200}
+    assert not long_train & {t for t in test_texts if len(t) > 200}
+
+
+def test_eval_command_prints_table_and_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["classifier", "eval"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("accuracy: "))
+    assert float(line.split()[1]) >= 0.90
+    assert "rag-answer" in out
+
+
+def test_train_command_writes_a_usable_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d.jsonl"
+    rows = [{"label": "code", "prompt": f"def f{i}(x): return x + {i}"} for i in range(20)]
+    rows += [
+        {"label": "chat", "messages": [{"role": "user", "content": f"hello friend number {i}"}]} for i in range(20)
+    ]
+    data.write_bytes(b"\n".join(orjson.dumps(r) for r in rows))
+    out = tmp_path / "m.npz"
+    assert main(["classifier", "train", "--data", str(data), "--out", str(out), "--dim-bits", "12"]) == 0
+    assert main(["classifier", "eval", "--data", str(data), "--model", str(out)]) == 0
+    assert "accuracy: 1.0000" in capsys.readouterr().out
+
+
+def test_broken_model_file_fails_open(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(ClassifierLoadError):
+        load_model(bad)
+    metrics = GatewayMetrics()
+    classifier = RequestClassifier(ClassifierConfig(model_path=str(bad)), metrics)
+    assert classifier.model is None and classifier.load_error
+    assert classifier({"prompt": "def f(x):"}) is None
+    assert metrics.classifier_errors.labels("load")._value.get() == 1
+
+    config = validate_config(
+        {
+            "pools": [{"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}],
+            "routing": {
+                "routes": [{"name": "code", "match": [{"classes": ["code"]}]}],
+                "default_route": "chat",
+            },
+        }
+    )
+    dispatcher = Dispatcher(config, PoolSet(config), classifier)
+    req = parse_body(orjson.dumps({"model": "m", "prompt": "def f(x):\n    return x"}), "completions")
+    assert dispatcher.choose_route(req, {}) == "chat"
+
+
+def test_classifier_routes_code_and_falls_back_when_unsure() -> None:
+    config = validate_config(
+        {
+            "pools": [{"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}],
+            "routing": {
+                "routes": [
+                    {"name": "code", "match": [{"classes": ["code", "code-edit"]}]},
+                    {"name": "sum", "match": [{"classes": ["summarise"]}]},
+                ],
+                "default_route": "chat",
+            },
+        }
+    )
+    metrics = GatewayMetrics()
+    dispatcher = Dispatcher(config, PoolSet(config), RequestClassifier(config.classifier, metrics))
+    code = parse_body(
+        orjson.dumps(
+            {
+                "model": "m",
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": "Refactor this:\n```python\ndef add(a, b):\n    return a+b\n```",
+                    }
+                ],
+            }
+        ),
+        "chat",
+    )
+    chat = parse_body(
+        orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "Hi! Tell me a joke about penguins."}]}),
+        "chat",
+    )
+    assert dispatcher.choose_route(code, {}) == "code"
+    assert dispatcher.choose_route(chat, {}) == "chat"
+    counted = sum(metrics.classifications.labels(x)._value.get() for x in ("code", "code-edit", "chat"))
+    assert counted == 2
+
+    strict = Dispatcher(
+        validate_config({**config.model_dump(), "classifier": {"min_confidence": 1.0}}),
+        PoolSet(config),
+        RequestClassifier(ClassifierConfig(min_confidence=1.0), metrics),
+    )
+    assert strict.choose_route(code, {}) == "chat"
+
+
+def test_route_header_needs_permission() -> None:
+    base = {
+        "pools": [{"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}],
+        "routing": {"routes": [{"name": "code"}], "default_route": "chat"},
+    }
+    req = parse_body(orjson.dumps({"model": "m", "prompt": "x"}), "completions")
+    closed = validate_config(base)
+    assert Dispatcher(closed, PoolSet(closed)).choose_route(req, {"x-specgate-route": "code"}) == "chat"
+    base["routing"]["allow_route_header"] = True
+    opened = validate_config(base)
+    d = Dispatcher(opened, PoolSet(opened))
+    assert d.choose_route(req, {"x-specgate-route": "code"}) == "code"
+    from specgate.errors import InvalidRequest
+
+    with pytest.raises(InvalidRequest):
+        d.choose_route(req, {"x-specgate-route": "nope"})

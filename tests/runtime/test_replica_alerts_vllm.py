@@ -1,0 +1,90 @@
+"""Two replicas on one real Redis, traffic to both: only the leader runs drift detection, so a receiver gets
+exactly one `firing` and one `resolved` message for one drift, not one per replica."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from specgate.backends.launcher import EngineSpec
+from specgate.runtime.alerts import verify
+
+from tests.conftest import GatewayServer, engine_pool
+from tests.receiver import WebhookReceiver
+from tests.redis_server import RedisServer
+from tests.runtime.test_controller_vllm import body
+from tests.runtime.test_drift_alerts_vllm import drift_state
+
+pytestmark = pytest.mark.slow
+SECRET = "whsec_" + base64.b64encode(b"replica-alert-secret-0123456789a").decode()
+
+
+@pytest.fixture
+def redis() -> Iterator[RedisServer]:
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+def test_one_alert_per_drift_from_the_leader_only(
+    engine: EngineSpec, start_gateway: Callable[..., GatewayServer], redis: RedisServer
+) -> None:
+    receiver = WebhookReceiver()
+    try:
+        settings = {
+            "routing": {"routes": [{"name": "default", "k": {"pin": 4}}], "default_route": "default"},
+            "controller": {"tick_s": 0.2, "cost_prior": "cpu"},
+            "state": {"redis_url": redis.url, "lease_ttl_s": 1.0},
+            "alerts": {
+                "receivers": [{"name": "ops", "url": receiver.url, "secret": SECRET}],
+                "drift": {"min_trials": 60, "baseline_windows": 4, "confirm": 2},
+            },
+        }
+        group = [start_gateway([engine_pool(engine)], **settings) for _ in range(2)]
+        deadline = time.monotonic() + 10
+        while (
+            time.monotonic() < deadline
+            and sum(httpx.get(f"{g.url}/admin/controller").json()["leader"] for g in group) != 1
+        ):
+            time.sleep(0.1)
+        (leader,) = [g for g in group if httpx.get(f"{g.url}/admin/controller").json()["leader"]]
+        rng = random.Random(9)
+
+        async def send(kind: str) -> None:
+            async with httpx.AsyncClient(timeout=60) as http:
+                for g in group:  # both replicas serve; observations of both reach the leader
+                    rs = await asyncio.gather(
+                        *(
+                            http.post(f"{g.url}/v1/completions", json={**body(kind, rng), "stream": False})
+                            for _ in range(2)
+                        )
+                    )
+                    assert all(r.status_code == 200 for r in rs)
+
+        def until(kind: str, state: str, budget_s: float) -> str:
+            end = time.monotonic() + budget_s
+            while time.monotonic() < end:
+                asyncio.run(send(kind))
+                time.sleep(0.5)  # the followers push, then the leader's tick pops
+                if drift_state(leader) == state:
+                    return state
+            return drift_state(leader)
+
+        assert until("copy", "ok", 90) == "ok"
+        assert until("random", "firing", 90) == "firing"
+        assert until("copy", "ok", 120) == "ok"
+        time.sleep(1.0)
+        got = receiver.wait_for(2)
+        statuses = [m.json()["status"] for m in got]
+        assert statuses == ["firing", "resolved"], statuses
+        assert all(verify(SECRET, m.headers, m.body) for m in got)
+        (follower,) = [g for g in group if g is not leader]
+        # the follower's detector never ran: it exports no drift state of its own
+        assert 'specgate_drift_state{route="default"}' not in httpx.get(f"{follower.url}/metrics").text
+    finally:
+        receiver.close()

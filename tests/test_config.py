@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from specgate.gateway.cli import main
+
+from specgate.config import ConfigError, GatewayConfig, load_config, parse_pool_flag, validate_config
+
+
+def test_empty_config_has_working_defaults() -> None:
+    config = validate_config(None)
+    assert config == GatewayConfig()
+    assert config.server.max_body_bytes == 4 * 1024 * 1024
+
+
+def test_full_pool_config() -> None:
+    config = validate_config(
+        {
+            "pools": [
+                {
+                    "name": "code",
+                    "model": "m",
+                    "endpoints": ["http://a:1/", "http://b:2"],
+                    "speculation": {"method": "ngram", "max_k": 4, "per_request_k": True},
+                }
+            ]
+        }
+    )
+    assert config.pools[0].endpoints == ["http://a:1", "http://b:2"]
+    assert config.models() == ["m"]
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        ({"pools": [{"name": "p", "model": "m", "endpoints": ["ftp://x"]}]}, "pools.0.endpoints"),
+        ({"pools": [{"name": "p", "model": "m", "endpoints": []}]}, "pools.0.endpoints"),
+        (
+            {"pools": [{"name": "p", "model": "m", "endpoints": ["http://a"], "speculation": {"method": "ngram"}}]},
+            "pools.0.speculation",
+        ),
+        ({"server": {"port": 0}}, "server.port"),
+        ({"server": {"prot": 1}}, "server.prot"),
+        ({"pools": [{"name": "p", "model": "m", "endpoints": ["http://a"]}] * 2}, "pools"),
+    ],
+)
+def test_errors_name_their_field_path(data: dict, path: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate_config(data)
+    assert any(line.startswith(path + ":") for line in info.value.problems), info.value.problems
+
+
+def test_every_error_is_reported(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("server: {port: 99999, max_body_bytes: 1}\npools: [{name: 'bad name', model: m, endpoints: [x]}]\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(f)
+    assert len(info.value.problems) == 4
+
+
+def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("pools: [\n")
+    with pytest.raises(ConfigError, match="yaml"):
+        load_config(f)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_pool_flag() -> None:
+    assert parse_pool_flag("m=http://a:1,http://b:2", 0) == {
+        "name": "pool-0",
+        "model": "m",
+        "endpoints": ["http://a:1", "http://b:2"],
+    }
+    with pytest.raises(ConfigError):
+        parse_pool_flag("no-url", 0)
+
+
+def test_check_config_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("pools: [{name: p, model: m, endpoints: ['http://127.0.0.1:1']}]\n")
+    assert main(["check-config", str(good)]) == 0
+    assert "ok (1 pool(s), models: m)" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("retries: {max_attempts: 0}\n")
+    assert main(["check-config", str(bad)]) == 1
+    assert "retries.max_attempts:" in capsys.readouterr().out
+
+
+def test_example_config_is_valid() -> None:
+    root = Path(__file__).resolve().parents[1]
+    config = load_config(root / "examples" / "specgate.yaml")
+    assert config.pools
