@@ -80,6 +80,19 @@ class DecisionRecord:
     expected_speedup: float
     inputs: Mapping[str, Any]
 
+    def as_dict(self) -> dict[str, Any]:
+        """The record as the admin API and the shared store show it."""
+        return {
+            "at": self.at,
+            "version": self.version,
+            "route": self.route,
+            "old_k": self.old_k,
+            "new_k": self.new_k,
+            "reason": self.reason,
+            "expected_speedup": round(self.expected_speedup, 4),
+            "inputs": dict(self.inputs),
+        }
+
 
 @dataclass
 class _RouteRuntime:

@@ -25,6 +25,7 @@ import orjson
 from fastapi import APIRouter, Request
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.runtime.control_loop import ControlLoop
+from specgate.runtime.coordination import Coordinator
 from starlette.responses import Response
 
 from specgate.errors import Forbidden, InvalidRequest, ModelNotFound
@@ -62,7 +63,7 @@ def _all_off(table: DecisionTable) -> MappingProxyType[str, RouteDecision]:
     )
 
 
-def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
+def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: str | None) -> APIRouter:
     router = APIRouter(prefix="/admin")
     controller = loop.controller
 
@@ -79,10 +80,10 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
             raise RouteNotFound(f"no route named '{name}'", param="name")
 
     def follower() -> bool:
-        return loop.replica is not None and loop.replica.role == "follower"
+        return loop.follower
 
     def controller_status() -> dict[str, Any]:
-        replica = loop.replica
+        replica = coordinator.info
         return {
             "paused": controller.paused,
             "kill_switch": controller.kill_switch,
@@ -91,17 +92,17 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
             "last_tick_unix": loop.last_tick_at,
             "enabled": loop.config.controller.enabled,
             "tick_s": loop.config.controller.tick_s,
-            "replica_id": replica.store.replica_id if replica else None,
-            "role": replica.role if replica else "leader",
-            "leader": replica.leader if replica else True,
-            "lease_holder": replica.lease_holder if replica else None,
-            "state_store": replica.store.kind if replica else "memory",
-            "state_store_up": replica.store_up if replica else True,
+            "replica_id": replica.replica_id,
+            "role": replica.role,
+            "leader": replica.leader,
+            "lease_holder": replica.lease_holder,
+            "state_store": replica.store,
+            "state_store_up": replica.store_up,
         }
 
     async def share(field: str, value: str | None) -> bool:
         """Write an admin change to the shared store; then take effect here at once where this replica decides."""
-        shared = await loop.replica.write_admin(field, value) if loop.replica else True
+        shared = await coordinator.write_admin(field, value)
         if not follower():
             loop.tick()
         return shared
@@ -110,7 +111,7 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
     async def routes(request: Request) -> Response:
         check(request)
         if follower():
-            shared = await loop.replica.shared_status()  # type: ignore[union-attr]
+            shared = await coordinator.shared_status()
             if shared is not None:
                 return _ok({"version": shared["version"], "routes": shared["routes"], "served_by": "leader-state"})
         return _ok(
@@ -181,24 +182,10 @@ def admin_router(loop: ControlLoop, admin_key: str | None) -> APIRouter:
     async def decisions(request: Request, limit: int = 100) -> Response:
         check(request)
         if follower():
-            shared = await loop.replica.shared_decisions(max(1, min(limit, 10_000)))  # type: ignore[union-attr]
+            shared = await coordinator.shared_decisions(max(1, min(limit, 10_000)))
             if shared is not None:
                 return _ok(shared)
         records = list(controller.log)[-max(1, min(limit, 10_000)) :]
-        return _ok(
-            [
-                {
-                    "at": r.at,
-                    "version": r.version,
-                    "route": r.route,
-                    "old_k": r.old_k,
-                    "new_k": r.new_k,
-                    "reason": r.reason,
-                    "expected_speedup": round(r.expected_speedup, 4),
-                    "inputs": dict(r.inputs),
-                }
-                for r in records
-            ]
-        )
+        return _ok([r.as_dict() for r in records])
 
     return router

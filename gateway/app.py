@@ -10,7 +10,7 @@ import asyncio
 import hmac
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,22 +21,22 @@ from fastapi.openapi.utils import get_openapi
 from opentelemetry.sdk.trace.export import SpanExporter
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from specgate.backends.monitor import EndpointMonitor
-from specgate.backends.pool import Endpoint, PoolSet
+from specgate.backends.pool import Endpoint, Pool, PoolSet
 from specgate.backends.state_store import make_store
 from specgate.backends.vllm_metrics import EngineSnapshot, spec_delta
 from specgate.controllers.observations import Observation, ObservationSink
 from specgate.gateway.admin import admin_router
 from specgate.gateway.auth import Authenticator, RateLimiter, presented_key
-from specgate.gateway.generation import PATHS, GenerationHandler, request_id
+from specgate.gateway.generation import PATHS, GenerationHandler, GenerationLimits, request_id
 from specgate.gateway.openapi import generation_paths
 from specgate.runtime.alerts import AlertDispatcher
 from specgate.runtime.classify import RequestClassifier
 from specgate.runtime.control_loop import ControlLoop
-from specgate.runtime.coordination import ReplicaSync
-from specgate.runtime.dispatch import Dispatcher
+from specgate.runtime.coordination import StoreCoordinator
+from specgate.runtime.dispatch import Dispatcher, Plan
 from specgate.runtime.metrics import GatewayMetrics
-from specgate.runtime.relay import Relay
-from specgate.runtime.requests import Api
+from specgate.runtime.relay import Relay, RelayResult, StreamRelay
+from specgate.runtime.requests import Api, ParsedRequest
 from specgate.runtime.tracing import Tracing
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -91,7 +91,7 @@ def _error_response(exc: GatewayError) -> Response:
 
 
 class Gateway:
-    """Per-app state and the request handlers that use it."""
+    """Per-app state, wired from one config; serves the generation handler as its `GenerationDeps`."""
 
     def __init__(self, config: GatewayConfig, span_exporter: SpanExporter | None = None) -> None:
         self.config = config
@@ -108,9 +108,11 @@ class Gateway:
         self.relay = Relay(config, self.metrics)
         self.sink = ObservationSink()
         self.alerts = AlertDispatcher(config.alerts, self.metrics)
-        self.control = ControlLoop(config, self.pools, self.sink, self.dispatcher, self.metrics, self.alerts)
         self.store = make_store(config.state)
-        self.control.replica = ReplicaSync(self.control, self.store)
+        self.coordinator = StoreCoordinator(self.store, config.state.lease_ttl_s, self.metrics)
+        self.control = ControlLoop(
+            config, self.pools, self.sink, self.dispatcher, self.metrics, self.coordinator, self.alerts
+        )
         self.auth = Authenticator(config.auth, self.store, self.metrics)
         self.limiter = RateLimiter(config.auth.tenants, self.store, self.metrics)
         self._background: set[asyncio.Task[None]] = set()
@@ -124,6 +126,21 @@ class Gateway:
             on_snapshot=self._on_snapshot,
         )
         self.ready = False
+        self.limits = GenerationLimits(
+            config.server.max_body_bytes, config.timeouts.client_body_s, config.server.expose_engine_metrics
+        )
+
+    async def authenticate(self, headers: Mapping[str, str]) -> str | None:
+        return await self.auth.tenant(headers)
+
+    async def rate_limit(self, tenant: str | None) -> dict[str, str]:
+        return await self.limiter.admit(tenant)
+
+    def plan(self, parsed: ParsedRequest, headers: Mapping[str, str], tenant: str | None) -> Plan:
+        return self.dispatcher.plan(parsed, headers, tenant)
+
+    async def send(self, parsed: ParsedRequest, pool: Pool, headers: dict[str, str]) -> RelayResult | StreamRelay:
+        return await self.relay.send(parsed, pool, headers)
 
     def _export_health(self, ep: Endpoint) -> None:
         self.metrics.endpoint_healthy.labels(ep.pool, ep.url).set(1 if ep.healthy else 0)
@@ -143,12 +160,11 @@ class Gateway:
         """Last controller step on shutdown: this replica's remaining observations reach the shared store (or the
         controller), and the token charges still running finish."""
         await asyncio.gather(*self._background, return_exceptions=True)
-        replica = self.control.replica
-        if replica is None or not len(self.sink):
+        if not len(self.sink):
             return
         try:
             async with asyncio.timeout(max(1.0, self.config.state.timeout_s * 3)):
-                await replica.step()
+                await self.control.step()
         except Exception:
             log.exception("final flush of observations failed", extra={"pending": len(self.sink)})
 
@@ -371,7 +387,7 @@ def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None)
             media_type=_JSON,
         )
 
-    app.include_router(admin_router(gw.control, config.admin_key))
+    app.include_router(admin_router(gw.control, gw.coordinator, config.admin_key))
     app.add_middleware(RequestIdMiddleware)
     return app
 

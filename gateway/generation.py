@@ -17,24 +17,26 @@ import asyncio
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 from opentelemetry.trace import Span
+from specgate.backends.pool import Pool
 from specgate.controllers.observations import Observation
 from specgate.gateway.body import ClientGone, read_body
 from specgate.runtime.dispatch import Plan
+from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.observe import StreamObserver, observe_body
 from specgate.runtime.relay import RelayResult, StreamRelay
-from specgate.runtime.requests import Api, parse_body
+from specgate.runtime.requests import Api, ParsedRequest, parse_body
+from specgate.runtime.tracing import Tracing
 from starlette.types import Receive, Scope, Send
 
 from specgate.errors import GatewayError, RequestTimeout
 
-if TYPE_CHECKING:
-    from specgate.gateway.app import Gateway
-
-__all__ = ["PATHS", "GenerationHandler", "request_id"]
+__all__ = ["PATHS", "GenerationDeps", "GenerationHandler", "GenerationLimits", "request_id"]
 
 log = logging.getLogger("specgate.access")
 
@@ -42,6 +44,53 @@ PATHS: dict[str, Api] = {"/v1/chat/completions": "chat", "/v1/completions": "com
 _PASS_UPSTREAM = ("traceparent", "tracestate")
 _JSON = b"application/json"
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationLimits:
+    max_body_bytes: int
+    client_body_s: float
+    # Pass the engine's per-request speculation metrics on to the client.
+    expose_engine_metrics: bool
+
+
+class GenerationDeps(Protocol):
+    """What the generation handler needs from the rest of the gateway, and nothing more."""
+
+    @property
+    def limits(self) -> GenerationLimits: ...
+
+    @property
+    def metrics(self) -> GatewayMetrics: ...
+
+    @property
+    def tracing(self) -> Tracing: ...
+
+    async def authenticate(self, headers: Mapping[str, str]) -> str | None:
+        """The tenant of the presented key (None: anonymous); raises Unauthorized."""
+        ...
+
+    def admit(self, tenant: str | None) -> str:
+        """Take a concurrency slot; raises Overloaded / RateLimited. `release` gives it back."""
+        ...
+
+    def release(self, admitted: str | None) -> None: ...
+
+    async def rate_limit(self, tenant: str | None) -> dict[str, str]:
+        """Check the tenant's request and token budgets; the rate-limit headers to send. Raises RateLimited."""
+        ...
+
+    def plan(self, parsed: ParsedRequest, headers: Mapping[str, str], tenant: str | None) -> Plan: ...
+
+    async def send(self, parsed: ParsedRequest, pool: Pool, headers: dict[str, str]) -> RelayResult | StreamRelay: ...
+
+    def record(self, obs: Observation) -> None: ...
+
+    def charge(self, tenant: str | None, obs: Observation) -> None: ...
+
+    def finish(
+        self, api: Api, pool: str, status: int, stream: bool, started: float, rid: str, endpoint: str, route: str
+    ) -> None: ...
 
 
 def _header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -136,8 +185,8 @@ class _Answer:
 
 
 class GenerationHandler:
-    def __init__(self, gw: Gateway) -> None:
-        self._gw = gw
+    def __init__(self, deps: GenerationDeps) -> None:
+        self._gw = deps
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, api: Api) -> None:
         gw = self._gw
@@ -157,13 +206,13 @@ class GenerationHandler:
         client_span: Span | None = None
         seen: list[Observation] = []
         try:
-            tenant = await gw.auth.tenant(headers)
+            tenant = await gw.authenticate(headers)
             admitted = gw.admit(tenant)
-            limit_headers = await gw.limiter.admit(tenant)
+            limit_headers = await gw.rate_limit(tenant)
             raw = await self._read(receive, headers)
             parsed = parse_body(raw, api)
             stream = parsed.stream
-            plan = gw.dispatcher.plan(parsed, headers, tenant)
+            plan = gw.plan(parsed, headers, tenant)
             m.child(m.route_requests, plan.route).inc()
             client_span = gw.tracing.client_span(
                 server_span, api, parsed.body, plan.route, plan.pool.name, plan.k, plan.explored
@@ -171,7 +220,7 @@ class GenerationHandler:
             upstream_headers = _upstream_headers(headers, rid, stream)
             gw.tracing.inject(client_span, upstream_headers)
             watch = _DisconnectWatch(receive, answer)
-            result = await gw.relay.send(parsed, plan.pool, upstream_headers)
+            result = await gw.send(parsed, plan.pool, upstream_headers)
             m.child(m.spec_requests, plan.route, plan.pool.name, str(plan.k)).inc()
             if plan.explored:
                 m.child(m.explored_requests, plan.route).inc()
@@ -185,7 +234,7 @@ class GenerationHandler:
                     plan,
                     endpoint,
                     result.batch_at_dispatch,
-                    expose_metrics=gw.config.server.expose_engine_metrics,
+                    expose_metrics=gw.limits.expose_engine_metrics,
                     n=n,
                     e2e_s=time.monotonic() - started,
                 )
@@ -234,14 +283,12 @@ class GenerationHandler:
             gw.finish(api, plan.pool.name if plan else "none", status, stream, started, rid, endpoint, route)
 
     async def _read(self, receive: Receive, headers: dict[str, str]) -> bytes:
-        config = self._gw.config
+        limits = self._gw.limits
         try:
-            async with asyncio.timeout(config.timeouts.client_body_s):
-                return await read_body(receive, headers.get("content-length"), config.server.max_body_bytes)
+            async with asyncio.timeout(limits.client_body_s):
+                return await read_body(receive, headers.get("content-length"), limits.max_body_bytes)
         except TimeoutError:
-            raise RequestTimeout(
-                f"the request body did not arrive within {config.timeouts.client_body_s:g} s"
-            ) from None
+            raise RequestTimeout(f"the request body did not arrive within {limits.client_body_s:g} s") from None
 
     async def _stream(
         self,
@@ -268,7 +315,7 @@ class GenerationHandler:
             relay.endpoint.url,
             relay.batch_at_dispatch,
             started,
-            gw.config.server.expose_engine_metrics,
+            gw.limits.expose_engine_metrics,
             n,
             done,
             chat=api == "chat",

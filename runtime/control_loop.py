@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from specgate.backends.pool import PoolSet
 from specgate.controllers.controller import with_undrafted_steps
@@ -19,14 +19,12 @@ from specgate.controllers.drift import DriftEvent, position_trials
 from specgate.controllers.observations import Observation, ObservationSink
 from specgate.controllers.speedup import SpeedupMeter
 from specgate.runtime.alerts import Alert, AlertDispatcher
+from specgate.runtime.coordination import Coordinator, LeaderState, Turn
 from specgate.runtime.dispatch import Dispatcher
 from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.settings import build_controller, build_drift_monitor
 
 from specgate.config import GatewayConfig
-
-if TYPE_CHECKING:
-    from specgate.runtime.coordination import ReplicaSync
 
 __all__ = ["ControlLoop"]
 
@@ -41,6 +39,7 @@ class ControlLoop:
         sink: ObservationSink,
         dispatcher: Dispatcher,
         metrics: GatewayMetrics,
+        coordinator: Coordinator,
         alerts: AlertDispatcher | None = None,
     ) -> None:
         self.config = config
@@ -55,8 +54,8 @@ class ControlLoop:
         self._break_even: dict[str, float | None] = {}
         self.speedup = SpeedupMeter()
         self._task: asyncio.Task[None] | None = None
-        # Set by the app: shares observations and decisions with other replicas (gateway/replica.py).
-        self.replica: ReplicaSync | None = None
+        # Shares observations and decisions with other replicas (runtime/coordination.py).
+        self.coordinator = coordinator
         self.last_tick_at: float | None = None
         self.publish(self.controller.table())
 
@@ -74,13 +73,60 @@ class ControlLoop:
         while True:
             await asyncio.sleep(self.config.controller.tick_s)
             try:
-                if self.replica is not None:
-                    await self.replica.step()
-                else:
-                    self.tick()
+                await self.step()
             except Exception:
                 self.metrics.controller_errors.inc()
                 log.exception("controller tick failed; the last decision table stays in force")
+
+    @property
+    def follower(self) -> bool:
+        """Another replica decides; this one serves the leader's table."""
+        return self.coordinator.info.role == "follower"
+
+    async def step(self) -> None:
+        """One tick as the coordinator says: lead (tick, then publish to the others), follow, or carry on alone."""
+        turn = await self.coordinator.begin(self.sink.drain())
+        if turn.role == "follower":
+            self._follow(turn)
+            return
+        now = time.monotonic()
+        if turn.adopt_current:
+            self.controller.adopt(self.dispatcher.table, now)
+        elif turn.adopt is not None:
+            self.controller.adopt(turn.adopt, now)
+        if turn.admin is not None:
+            self.apply_admin(turn.admin)
+        self.tick(list(turn.observations))
+        if turn.role == "leader":
+            await self.coordinator.commit(self.leader_state())
+
+    def _follow(self, turn: Turn) -> None:
+        if turn.table is not None and turn.table.version != self.dispatcher.table.version:
+            self.publish(turn.table)
+        self.last_tick_at = time.time()
+        self.metrics.last_tick.set(self.last_tick_at)
+
+    def leader_state(self) -> LeaderState:
+        c = self.controller
+        status = {
+            "routes": {name: c.route_status(name) for name in c.route_names()},
+            "paused": c.paused,
+            "kill_switch": c.kill_switch,
+            "ticks": c.ticks,
+        }
+        return LeaderState(self.dispatcher.table, status, list(c.log))
+
+    def apply_admin(self, admin: Mapping[str, str]) -> None:
+        """Pins and flags from the shared admin state (any replica's admin API writes there)."""
+        c = self.controller
+        for name in c.route_names():
+            value = admin.get(f"pin:{name}")
+            try:
+                c.pin(name, int(value) if value is not None else None)
+            except ValueError:
+                log.warning("ignored a shared pin outside the route's bounds", extra={"route": name, "k": value})
+        c.paused = admin.get("paused") == "1"
+        c.kill_switch = admin.get("kill_switch") == "1"
 
     def pool_batches(self, now: float) -> dict[str, float | None]:
         """Mean running requests per healthy endpoint of each pool; None when no fresh scrape exists."""

@@ -9,22 +9,38 @@ Every tick each replica pushes its new observations to the store and tries to ta
   observations, with the controller's usual safety rules; when the store answers again it rejoins (and follows
   or leads) and the shared table takes over.
 With the in-memory store the same code runs with a single replica that always leads.
+
+The control loop asks its `Coordinator` for a `Turn` each tick (what to do: lead on these observations, follow
+this table, or carry on alone) and hands a leader's results back with `commit`. The coordinator never reaches
+into the loop, the controller or the dispatcher.
 """
 
 from __future__ import annotations
 
 import logging
-import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import orjson
 from specgate.backends.state_store import StateStore, StoreUnavailable
+from specgate.controllers.controller import DecisionRecord
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.controllers.observations import Observation, SpecStats
-from specgate.runtime.control_loop import ControlLoop
+from specgate.runtime.metrics import GatewayMetrics
 
-__all__ = ["ReplicaSync", "decode_observation", "decode_table", "encode_observation", "encode_table"]
+__all__ = [
+    "Coordinator",
+    "LeaderState",
+    "ReplicaInfo",
+    "StoreCoordinator",
+    "Turn",
+    "decode_observation",
+    "decode_table",
+    "encode_observation",
+    "encode_table",
+]
 
 log = logging.getLogger("specgate.replica")
 _POP_LIMIT = 50_000
@@ -73,136 +89,158 @@ def decode_table(raw: bytes) -> DecisionTable | None:
         return None
 
 
-class ReplicaSync:
-    def __init__(self, loop: ControlLoop, store: StateStore) -> None:
-        self.loop = loop
+Role = Literal["starting", "leader", "follower", "standalone"]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What the control loop does this tick.
+
+    - leader: apply `admin` (when given), adopt `adopt` (a predecessor's table, on take-over), tick the controller
+      on `observations`, then `commit` the result.
+    - follower: serve `table` (None: keep the one in force); the controller stays idle.
+    - standalone: the store is away; tick on `observations` (this replica's own). `adopt_current` on the first
+      such turn: carry on from the decisions in force, not from an idle controller's state.
+    """
+
+    role: Role
+    observations: Sequence[Observation] = ()
+    admin: Mapping[str, str] | None = None
+    adopt: DecisionTable | None = None
+    adopt_current: bool = False
+    table: DecisionTable | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderState:
+    """What a leader publishes after its tick."""
+
+    table: DecisionTable
+    status: Mapping[str, Any]
+    records: Sequence[DecisionRecord] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaInfo:
+    replica_id: str
+    role: Role
+    leader: bool
+    lease_holder: str | None
+    store: str
+    store_up: bool
+
+
+class Coordinator(Protocol):
+    """How one replica's control loop shares work with the others (or with nobody: the memory store)."""
+
+    @property
+    def info(self) -> ReplicaInfo: ...
+
+    async def begin(self, local: list[Observation]) -> Turn:
+        """Share this replica's new observations and say what to do this tick."""
+        ...
+
+    async def commit(self, state: LeaderState) -> bool:
+        """Publish a leader's tick; False when the lease was lost meanwhile (the replica then follows)."""
+        ...
+
+    async def write_admin(self, name: str, value: str | None) -> bool:
+        """Share an admin change; False when the store is away (the change then holds on this replica only)."""
+        ...
+
+    async def shared_status(self) -> dict[str, Any] | None:
+        """The leader's view of routes and controller, for admin calls answered by a follower."""
+        ...
+
+    async def shared_decisions(self, limit: int) -> list[dict[str, Any]] | None: ...
+
+
+class StoreCoordinator:
+    """A `Coordinator` over a `StateStore`: Redis for several replicas, the memory store for one."""
+
+    def __init__(self, store: StateStore, lease_ttl_s: float, metrics: GatewayMetrics) -> None:
         self.store = store
-        self.role = "starting"
+        self._lease_ttl_s = lease_ttl_s
+        self._metrics = metrics
+        self.role: Role = "starting"
         self.lease: str | None = None
         self.lease_holder: str | None = None
         self.store_up = True
         self._written_version = 0
-        self._shared_version = 0
 
     @property
-    def leader(self) -> bool:
-        return self.role == "leader"
+    def info(self) -> ReplicaInfo:
+        return ReplicaInfo(
+            self.store.replica_id, self.role, self.role == "leader", self.lease_holder, self.store.kind, self.store_up
+        )
 
-    async def step(self) -> None:
-        local = self.loop.sink.drain()
+    async def begin(self, local: list[Observation]) -> Turn:
         pushed = False
         try:
             await self.store.push_observations([encode_observation(o) for o in local])
             pushed = True
-            lease = await self.store.acquire_lease(self.loop.config.state.lease_ttl_s)
+            lease = await self.store.acquire_lease(self._lease_ttl_s)
             self.lease_holder = lease or await self.store.lease_holder()
-            if lease is None:
-                await self._follow()
-            else:
-                await self._lead(lease)
+            turn = await (self._follow() if lease is None else self._lead(lease))
             self._set_store_up(True)
+            return turn
         except StoreUnavailable as exc:
             self._set_store_up(False, str(exc))
-            self._standalone([] if pushed else local)
+            first = self.role != "standalone"
+            if first:
+                self.lease = None
+                self._set_role("standalone")
+            return Turn("standalone", [] if pushed else local, adopt_current=first)
 
-    async def _lead(self, lease: str) -> None:
+    async def _lead(self, lease: str) -> Turn:
+        adopt = None
         if lease != self.lease:
-            await self._take_over(lease)
-        await self.apply_admin(await self.store.read_admin())
+            stored = await self.store.read_table()
+            adopt = decode_table(stored) if stored else None
+            self.lease = lease
+            self._written_version = 0
+            self._set_role("leader")
+            self._metrics.leader_changes.inc()
+        admin = await self.store.read_admin()
         raw = await self.store.pop_observations(_POP_LIMIT)
         observations = [o for o in map(decode_observation, raw) if o is not None]
-        self.loop.tick(observations)
-        if not await self._write(lease):
-            log.warning("lost the lease while writing; stepping down", extra={"replica": self.store.replica_id})
-            self.lease = None
-            self._set_role("follower")
+        return Turn("leader", observations, admin=admin, adopt=adopt)
 
-    async def _take_over(self, lease: str) -> None:
-        stored = await self.store.read_table()
-        table = decode_table(stored) if stored else None
-        if table is not None:
-            self.loop.controller.adopt(table, time.monotonic())
-        self.lease = lease
-        self._written_version = 0
-        self._set_role("leader")
-        self.loop.metrics.leader_changes.inc()
-
-    async def _write(self, lease: str) -> bool:
-        c = self.loop.controller
-        table = self.loop.dispatcher.table
-        records = [
-            orjson.dumps(
-                {
-                    "at": r.at,
-                    "version": r.version,
-                    "route": r.route,
-                    "old_k": r.old_k,
-                    "new_k": r.new_k,
-                    "reason": r.reason,
-                    "expected_speedup": round(r.expected_speedup, 4),
-                    "inputs": dict(r.inputs),
-                    "leader": self.store.replica_id,
-                }
-            )
-            for r in c.log
-            if r.version > self._written_version
-        ]
-        status = orjson.dumps(
-            {
-                "version": table.version,
-                "leader": self.store.replica_id,
-                "routes": {name: c.route_status(name) for name in c.route_names()},
-                "paused": c.paused,
-                "kill_switch": c.kill_switch,
-                "ticks": c.ticks,
-            }
-        )
-        ok = await self.store.write_leader_state(lease, encode_table(table, self.store.replica_id), status, records)
-        if ok:
-            self._written_version = table.version
-        return ok
-
-    async def _follow(self) -> None:
+    async def _follow(self) -> Turn:
         self.lease = None
         self._set_role("follower")
         raw = await self.store.read_table()
-        table = decode_table(raw) if raw else None
-        if table is not None and table.version != self.loop.dispatcher.table.version:
-            self.loop.publish(table)
-            self._shared_version = table.version
-        self.loop.last_tick_at = time.time()
-        self.loop.metrics.last_tick.set(self.loop.last_tick_at)
+        return Turn("follower", table=decode_table(raw) if raw else None)
 
-    def _standalone(self, observations: list[Observation]) -> None:
-        if self.role != "standalone":
-            # Carry on from the decisions in force, not from this replica's idle controller.
-            self.loop.controller.adopt(self.loop.dispatcher.table, time.monotonic())
-            self.lease = None
-            self._set_role("standalone")
-        self.loop.tick(observations)
-
-    async def apply_admin(self, admin: dict[str, str]) -> None:
-        """Pins and flags from the shared admin state (any replica's admin API writes there)."""
-        c = self.loop.controller
-        for name in c.route_names():
-            value = admin.get(f"pin:{name}")
-            try:
-                c.pin(name, int(value) if value is not None else None)
-            except ValueError:
-                log.warning("ignored a shared pin outside the route's bounds", extra={"route": name, "k": value})
-        c.paused = admin.get("paused") == "1"
-        c.kill_switch = admin.get("kill_switch") == "1"
-
-    async def write_admin(self, field: str, value: str | None) -> bool:
-        """Share an admin change; False when the store is away (the change then holds on this replica only)."""
+    async def commit(self, state: LeaderState) -> bool:
+        if self.lease is None:
+            return False
+        me = self.store.replica_id
+        records = [
+            orjson.dumps({**r.as_dict(), "leader": me}) for r in state.records if r.version > self._written_version
+        ]
+        status = orjson.dumps({"version": state.table.version, "leader": me, **state.status})
         try:
-            await self.store.write_admin(field, value)
+            ok = await self.store.write_leader_state(self.lease, encode_table(state.table, me), status, records)
+        except StoreUnavailable as exc:
+            self._set_store_up(False, str(exc))
+            return False
+        if ok:
+            self._written_version = state.table.version
+        else:
+            log.warning("lost the lease while writing; stepping down", extra={"replica": me})
+            self.lease = None
+            self._set_role("follower")
+        return ok
+
+    async def write_admin(self, name: str, value: str | None) -> bool:
+        try:
+            await self.store.write_admin(name, value)
         except StoreUnavailable:
             return False
         return True
 
     async def shared_status(self) -> dict[str, Any] | None:
-        """The leader's view of routes and controller, for admin calls answered by a follower."""
         try:
             raw = await self.store.read_status()
         except StoreUnavailable:
@@ -215,7 +253,7 @@ class ReplicaSync:
         except StoreUnavailable:
             return None
 
-    def _set_role(self, role: str) -> None:
+    def _set_role(self, role: Role) -> None:
         if role != self.role:
             log.warning(
                 "replica role changed",
@@ -223,7 +261,7 @@ class ReplicaSync:
             )
             self.role = role
         for name in ("leader", "follower", "standalone"):
-            self.loop.metrics.replica_role.labels(name).set(1 if name == role else 0)
+            self._metrics.replica_role.labels(name).set(1 if name == role else 0)
 
     def _set_store_up(self, up: bool, error: str = "") -> None:
         if up != self.store_up:
@@ -234,6 +272,6 @@ class ReplicaSync:
                     "state store unreachable; carrying on alone", extra={"store": self.store.kind, "error": error}
                 )
         self.store_up = up
-        self.loop.metrics.store_up.set(1 if up else 0)
+        self._metrics.store_up.set(1 if up else 0)
         if not up:
-            self.loop.metrics.store_errors.inc()
+            self._metrics.store_errors.inc()

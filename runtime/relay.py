@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import orjson
 from specgate.backends.pool import Endpoint, Pool
-from specgate.backends.upstream_http import ConnectFailed, Response, UpstreamClient, UpstreamFailure
+from specgate.backends.transport import UpstreamResponse, UpstreamTransport
+from specgate.backends.upstream_http import ConnectFailed, UpstreamClient, UpstreamFailure
 from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.requests import ParsedRequest
 
@@ -62,7 +63,7 @@ class StreamRelay:
 
     pool: Pool
     endpoint: Endpoint
-    response: Response
+    response: UpstreamResponse
     splitter: SSESplitter
     first_events: list[bytes]
     started_at: float
@@ -122,10 +123,12 @@ class StreamRelay:
 
 
 class Relay:
-    def __init__(self, config: GatewayConfig, metrics: GatewayMetrics) -> None:
+    def __init__(
+        self, config: GatewayConfig, metrics: GatewayMetrics, transport: UpstreamTransport | None = None
+    ) -> None:
         self._config = config
         self._metrics = metrics
-        self._client = UpstreamClient()
+        self._client: UpstreamTransport = transport if transport is not None else UpstreamClient()
 
     async def aclose(self) -> None:
         self._client.close()
@@ -220,7 +223,7 @@ class Relay:
                     self._breaker_failure(endpoint)
 
         t = self._config.timeouts
-        response: Response | None = None
+        response: UpstreamResponse | None = None
         try:
             try:
                 response = await self._client.post(
@@ -309,7 +312,7 @@ def _left(started: float, budget_s: float) -> float:
     return max(0.001, started + budget_s - time.monotonic())
 
 
-async def _first_events(response: Response, splitter: SSESplitter, started: float, budget_s: float) -> list[bytes]:
+async def _first_events(response: UpstreamResponse, splitter: SSESplitter, started: float, budget_s: float) -> list[bytes]:
     while True:
         chunk = await response.next_chunk(_left(started, budget_s))
         if not chunk:
@@ -322,7 +325,7 @@ async def _first_events(response: Response, splitter: SSESplitter, started: floa
             return events
 
 
-async def _read_body(response: Response, idle_timeout_s: float) -> bytes:
+async def _read_body(response: UpstreamResponse, idle_timeout_s: float) -> bytes:
     try:
         body = await response.read(_MAX_UPSTREAM_BODY, idle_timeout_s)
     except TimeoutError:
