@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-__all__ = ["EndpointLoad", "PickerWeights", "endpoint_load", "pick_endpoint"]
+__all__ = ["EndpointLoad", "PickerWeights", "endpoint_load", "pick_endpoint", "running_requests"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +33,20 @@ class PickerWeights:
     kv_usage: float = 4.0
 
 
+def running_requests(outstanding: int, running: float | None) -> float:
+    """Requests running at an endpoint: the larger of this gateway's outstanding ones and the engine's count (ours
+    are in both; the engine's also has other replicas')."""
+    return float(outstanding) if running is None else max(float(outstanding), running)
+
+
+def _queue_pressure(load: EndpointLoad, weights: PickerWeights) -> float:
+    return weights.waiting * (load.waiting or 0.0) + weights.kv_usage * (load.kv_usage or 0.0)
+
+
 def endpoint_load(load: EndpointLoad, unknown_engine_load: float, weights: PickerWeights) -> float:
     if load.running is None:
         return max(float(load.outstanding), unknown_engine_load)
-    engine = load.running + weights.waiting * (load.waiting or 0.0) + weights.kv_usage * (load.kv_usage or 0.0)
-    return max(float(load.outstanding), load.running) + (engine - load.running)
+    return running_requests(load.outstanding, load.running) + _queue_pressure(load, weights)
 
 
 def pick_endpoint(
@@ -51,11 +60,7 @@ def pick_endpoint(
 
     `rotation` breaks ties round-robin, so idle endpoints share light traffic.
     """
-    fresh = [
-        load.running + weights.waiting * (load.waiting or 0.0) + weights.kv_usage * (load.kv_usage or 0.0)
-        for load in loads
-        if load.running is not None
-    ]
+    fresh = [load.running + _queue_pressure(load, weights) for load in loads if load.running is not None]
     unknown = max(fresh) if fresh else 0.0
     n = len(loads)
     best: int | None = None

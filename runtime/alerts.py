@@ -1,5 +1,6 @@
 """Alert delivery: drift alerts to webhooks (Alertmanager v4, Slack or plain JSON), signed with the Standard
-Webhooks scheme, and optionally pushed to an Alertmanager.
+Webhooks scheme, and optionally pushed to an Alertmanager. The wire formats and signing are in
+backends/webhooks.py; this module queues, retries and counts.
 
 Each receiver has its own bounded queue and worker, so a slow or dead receiver never delays the others and never
 holds memory without bound: a full queue drops the new message and counts it. A delivery is retried with
@@ -12,125 +13,23 @@ signatures older than five minutes, and a backoff can be longer than that).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
-import hmac
 import logging
 import random
 import time
 import uuid
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from typing import Any, Literal
+from dataclasses import dataclass
 
 import httpx
 import orjson
+from specgate.backends.webhooks import ZERO_TIME, Alert, render, sign
 from specgate.runtime.metrics import GatewayMetrics
 
 from specgate.config import AlertsConfig, ReceiverConfig
 
-__all__ = ["Alert", "AlertDispatcher", "render", "sign", "verify"]
+__all__ = ["AlertDispatcher"]
 
 log = logging.getLogger("specgate.alerts")
-
-# What Alertmanager itself sends as endsAt for an alert that is still firing.
-_ZERO_TIME = "0001-01-01T00:00:00Z"
-TOLERANCE_S = 300
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass(frozen=True)
-class Alert:
-    name: str
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    status: Literal["firing", "resolved"]
-    starts_at: float
-    ends_at: float | None = None
-    generator_url: str = ""
-    fingerprint: str = field(default="")
-
-    def __post_init__(self) -> None:
-        if not self.fingerprint:
-            ident = "\x00".join(f"{k}={v}" for k, v in sorted({**self.labels, "alertname": self.name}.items()))
-            object.__setattr__(self, "fingerprint", hashlib.sha256(ident.encode()).hexdigest()[:16])
-
-    def resolved(self, at: float, annotations: dict[str, str] | None = None) -> Alert:
-        return replace(self, status="resolved", ends_at=at, annotations=annotations or self.annotations)
-
-    def all_labels(self) -> dict[str, str]:
-        return {"alertname": self.name, **self.labels}
-
-    def am_alert(self) -> dict[str, Any]:
-        """One alert as Alertmanager's webhook payload v4 and its API v2 describe it."""
-        return {
-            "status": self.status,
-            "labels": self.all_labels(),
-            "annotations": self.annotations,
-            "startsAt": _iso(self.starts_at),
-            "endsAt": _iso(self.ends_at) if self.ends_at is not None else _ZERO_TIME,
-            "generatorURL": self.generator_url,
-            "fingerprint": self.fingerprint,
-        }
-
-
-def render(alert: Alert, receiver: ReceiverConfig, external_url: str) -> bytes:
-    """The request body for a receiver's format."""
-    if receiver.format == "alertmanager":
-        labels = alert.all_labels()
-        group = {"alertname": alert.name, **({"route": labels["route"]} if "route" in labels else {})}
-        group_key = "{}:{" + ", ".join(f'{k}="{v}"' for k, v in group.items()) + "}"
-        body: Any = {
-            "version": "4",
-            "groupKey": group_key,
-            "truncatedAlerts": 0,
-            "status": alert.status,
-            "receiver": receiver.name,
-            "groupLabels": group,
-            "commonLabels": labels,
-            "commonAnnotations": alert.annotations,
-            "externalURL": external_url,
-            "alerts": [alert.am_alert()],
-        }
-    elif receiver.format == "slack":
-        mark = ":red_circle: FIRING" if alert.status == "firing" else ":large_green_circle: RESOLVED"
-        where = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
-        text = f"{mark}: {alert.name} ({where})\n{alert.annotations.get('summary', '')}"
-        if alert.annotations.get("description"):
-            text += f"\n{alert.annotations['description']}"
-        body = {"text": text}
-    else:
-        body = {"source": "specgate", "receiver": receiver.name, "externalURL": external_url, **alert.am_alert()}
-        body["alertname"] = alert.name
-    return orjson.dumps(body)
-
-
-def _key(secret: str) -> bytes:
-    return base64.b64decode(secret.removeprefix("whsec_"))
-
-
-def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
-    """`webhook-signature` header value (Standard Webhooks, v1 = HMAC-SHA256)."""
-    mac = hmac.new(_key(secret), f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
-    return "v1," + base64.b64encode(mac).decode()
-
-
-def verify(secret: str, headers: Any, body: bytes, now: float | None = None) -> bool:
-    """What a receiver does: constant-time compare against every listed signature, reject stale timestamps."""
-    try:
-        msg_id = headers["webhook-id"]
-        timestamp = int(headers["webhook-timestamp"])
-        listed = headers["webhook-signature"].split()
-    except (KeyError, ValueError):
-        return False
-    if abs((now if now is not None else time.time()) - timestamp) > TOLERANCE_S:
-        return False
-    expected = sign(secret, msg_id, timestamp, body)
-    return any(hmac.compare_digest(expected, candidate) for candidate in listed)
 
 
 @dataclass(frozen=True)
@@ -282,7 +181,7 @@ class AlertDispatcher:
             for item in batch:
                 item.pop("status", None)
                 item.pop("fingerprint", None)
-                if item["endsAt"] == _ZERO_TIME:
+                if item["endsAt"] == ZERO_TIME:
                     del item["endsAt"]  # still firing: Alertmanager sets its own resolve timeout
             try:
                 r = await self._client.post(

@@ -13,12 +13,14 @@ import time
 from collections.abc import Mapping
 
 from specgate.backends.pool import PoolSet
+from specgate.backends.webhooks import Alert
 from specgate.controllers.controller import with_undrafted_steps
 from specgate.controllers.decisions import DecisionTable
 from specgate.controllers.drift import DriftEvent, position_trials
 from specgate.controllers.observations import Observation, ObservationSink
+from specgate.controllers.picker import running_requests
 from specgate.controllers.speedup import SpeedupMeter
-from specgate.runtime.alerts import Alert, AlertDispatcher
+from specgate.runtime.alerts import AlertDispatcher
 from specgate.runtime.coordination import Coordinator, LeaderState, Turn
 from specgate.runtime.dispatch import Dispatcher
 from specgate.runtime.metrics import GatewayMetrics
@@ -133,7 +135,7 @@ class ControlLoop:
         out: dict[str, float | None] = {}
         for pool in self.pools.pools:
             loads = [ep.load(now, pool.stale_after_s) for ep in pool.endpoints if ep.healthy is not False]
-            fresh = [max(float(load.outstanding), load.running) for load in loads if load.running is not None]
+            fresh = [running_requests(load.outstanding, load.running) for load in loads if load.running is not None]
             out[pool.name] = (sum(fresh) / len(fresh) + 1.0) if fresh else None
         return out
 

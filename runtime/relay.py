@@ -20,6 +20,7 @@ import orjson
 from specgate.backends.pool import Endpoint, Pool
 from specgate.backends.transport import UpstreamResponse, UpstreamTransport
 from specgate.backends.upstream_http import ConnectFailed, UpstreamClient, UpstreamFailure
+from specgate.controllers.picker import running_requests
 from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.requests import ParsedRequest
 
@@ -296,8 +297,7 @@ def _batch_now(endpoint: Endpoint) -> float:
     """Requests running at the endpoint as this one is sent: the engine's last scrape if any, plus what
     this gateway has sent since (outstanding counts them; the larger of the two avoids double counting)."""
     snap = endpoint.snapshot
-    running = snap.running if snap is not None else 0.0
-    return max(running, float(endpoint.outstanding))
+    return running_requests(endpoint.outstanding, snap.running if snap is not None else None)
 
 
 def _server_error(error: GatewayError, config: GatewayConfig) -> GatewayError:
@@ -312,7 +312,9 @@ def _left(started: float, budget_s: float) -> float:
     return max(0.001, started + budget_s - time.monotonic())
 
 
-async def _first_events(response: UpstreamResponse, splitter: SSESplitter, started: float, budget_s: float) -> list[bytes]:
+async def _first_events(
+    response: UpstreamResponse, splitter: SSESplitter, started: float, budget_s: float
+) -> list[bytes]:
     while True:
         chunk = await response.next_chunk(_left(started, budget_s))
         if not chunk:

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry
-from specgate.runtime.alerts import Alert, AlertDispatcher, render, sign, verify
+from specgate.backends.webhooks import Alert, render, sign, verify
+from specgate.runtime.alerts import AlertDispatcher
 from specgate.runtime.metrics import GatewayMetrics
 
 from specgate.config import AlertsConfig, ConfigError, ReceiverConfig, validate_config

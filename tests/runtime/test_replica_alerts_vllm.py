@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 from specgate.backends.launcher import EngineSpec
-from specgate.runtime.alerts import verify
+from specgate.backends.webhooks import verify
 
 from tests.conftest import GatewayServer, engine_pool
 from tests.receiver import WebhookReceiver
