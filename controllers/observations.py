@@ -10,7 +10,7 @@ __all__ = ["Observation", "ObservationSink", "SpecStats"]
 
 # engine: vLLM's per-request speculation metrics; chunks: tokens per streamed chunk (a step emits one
 # chunk, so tokens/chunk estimates the acceptance length); none: nothing usable.
-Source = Literal["engine", "chunks", "none"]
+Source = Literal["engine", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +41,6 @@ class Observation:
     # Running requests at the endpoint when this one was sent (engine's scrape, or our own count).
     batch_at_dispatch: float
     stream: bool
-    # tokens per streamed chunk, when source == "chunks"
-    tokens_per_chunk: float | None = None
     # From dispatch to the last token: unlike first-to-last chunk, not distorted when the engine merges
     # queued outputs into fewer chunks under load.
     e2e_s: float | None = None

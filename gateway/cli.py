@@ -362,12 +362,17 @@ def _print_table(rows: list[dict]) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from specgate.offline.loadgen import PHASES, Phase, run_bench
+    from specgate.offline.loadgen import PHASES, Phase, check_policies, run_bench
     from specgate.runtime.logs import setup_logging
 
     setup_logging("warning")
     phases = tuple(Phase(p.name, args.phase_seconds or p.seconds, p.concurrency, p.code_share) for p in PHASES)
     policies = args.policy or ["static-k0", f"static-k{args.max_k}", "adaptive"]
+    try:
+        check_policies(policies, args.max_k)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     report = run_bench(
         args.engine, args.model, args.max_k, Path(args.out) if args.out else None, phases, policies=policies
     )
@@ -376,7 +381,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for policy, rows in report["policies"].items():
         cells = [f"{rows[p.name]['mean_tpot_ms']} ms ({rows[p.name]['requests']} req)" for p in phases]
         print(f"| {policy} | " + " | ".join(cells) + f" | {report['verdict']['overall_mean_tpot_ms'][policy]} ms |")
-    print("adaptive / best static per phase:", report["verdict"]["adaptive_over_best_static_tpot_per_phase"])
+    verdict = report["verdict"]
+    print("fastest per phase:", verdict["fastest_per_phase"])
+    if "adaptive_over_best_static_tpot_per_phase" in verdict:
+        compared = ", ".join(verdict["adaptive_compared_with"])
+        print(f"adaptive / best of {compared} per phase:", verdict["adaptive_over_best_static_tpot_per_phase"])
     if args.out:
         from specgate.offline.plots import PlotsUnavailable, plot_bench
 

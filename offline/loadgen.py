@@ -27,7 +27,7 @@ from specgate.offline.progress import Progress
 
 from specgate.config import validate_config
 
-__all__ = ["PHASES", "Phase", "run_bench"]
+__all__ = ["PHASES", "Phase", "check_policies", "run_bench", "verdict"]
 
 # Copy-heavy work the tiny test model continues verbatim (about 3.4 tokens per verify step at k = 4).
 CODE_PROMPT = "import os\nimport sys\nimport os\nimport sys\nimport os\nimport sys\nimport os\nimport"
@@ -187,6 +187,8 @@ def run_bench(
 ) -> dict[str, Any]:
     """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order); returns
     (and writes) the results."""
+    order = policies or ["static-k0", f"static-k{max_k}", "adaptive"]
+    check_policies(order, max_k)
     server, thread = _start_gateway(engine_url, served_model, max_k, port)
     url = f"http://127.0.0.1:{port}"
     report: dict[str, Any] = {
@@ -196,7 +198,6 @@ def run_bench(
         "policies": {},
         "timeline": {},
     }
-    order = policies or ["static-k0", f"static-k{max_k}", "adaptive"]
     progress = Progress(len(order) * len(phases), "bench")
     try:
         for policy in order:
@@ -225,29 +226,53 @@ def run_bench(
     finally:
         server.should_exit = True
         thread.join(timeout=30)
-    report["verdict"] = _verdict(report, max_k)
+    report["verdict"] = verdict(report["policies"])
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=1) + "\n")
     return report
 
 
-def _verdict(report: dict[str, Any], max_k: int) -> dict[str, Any]:
-    pols = report["policies"]
-    adaptive = pols["adaptive"]
-    statics = [pols["static-k0"], pols[f"static-k{max_k}"]]
-    per_phase: dict[str, float | None] = {}
-    for phase, row in adaptive.items():
-        figures = [s[phase]["mean_tpot_ms"] for s in statics if s[phase]["mean_tpot_ms"] is not None]
-        mine = row["mean_tpot_ms"]
-        per_phase[phase] = round(mine / min(figures), 3) if figures and mine is not None else None
+def check_policies(policies: list[str], max_k: int) -> None:
+    """Refuse unknown policy names before any phase runs (a bench takes minutes)."""
+    for policy in policies:
+        k = policy.removeprefix("static-k")
+        if policy != "adaptive" and not (k != policy and k.isdigit() and int(k) <= max_k):
+            raise ValueError(f"unknown policy {policy!r}: use 'adaptive' or 'static-kN' with N from 0 to {max_k}")
 
-    def overall(rows: dict[str, Any]) -> float | None:
-        done = [r for r in rows.values() if r["mean_tpot_ms"] is not None]
-        total = sum(r["requests"] for r in done)
-        return round(sum(r["mean_tpot_ms"] * r["requests"] for r in done) / total, 3) if total else None
 
-    return {
-        "adaptive_over_best_static_tpot_per_phase": per_phase,
-        "overall_mean_tpot_ms": {name: overall(rows) for name, rows in pols.items()},
+def _overall(rows: dict[str, Any]) -> float | None:
+    done = [r for r in rows.values() if r["mean_tpot_ms"] is not None]
+    total = sum(r["requests"] for r in done)
+    return round(sum(r["mean_tpot_ms"] * r["requests"] for r in done) / total, 3) if total else None
+
+
+def verdict(policies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Mean TPOT over the run per policy; per phase, the fastest policy and each policy's TPOT over the fastest's;
+    and, when adaptive ran beside static policies, adaptive over the best static one (naming those compared)."""
+    phases = list(next(iter(policies.values()), {}))
+    best: dict[str, str | None] = {}
+    ratio: dict[str, dict[str, float | None]] = {name: {} for name in policies}
+    for phase in phases:
+        figures = {name: rows[phase]["mean_tpot_ms"] for name, rows in policies.items() if phase in rows}
+        known = {name: v for name, v in figures.items() if v is not None}
+        fastest = min(known, key=lambda name: known[name]) if known else None
+        best[phase] = fastest
+        for name, value in figures.items():
+            ratio[name][phase] = round(value / known[fastest], 3) if fastest and value is not None else None
+    out: dict[str, Any] = {
+        "overall_mean_tpot_ms": {name: _overall(rows) for name, rows in policies.items()},
+        "fastest_per_phase": best,
+        "tpot_over_fastest_per_phase": ratio,
     }
+    statics = sorted(name for name in policies if name.startswith("static-k"))
+    if "adaptive" in policies and statics:
+        per_phase: dict[str, float | None] = {}
+        for phase, row in policies["adaptive"].items():
+            figures = [policies[s][phase]["mean_tpot_ms"] for s in statics if phase in policies[s]]
+            known_static = [f for f in figures if f is not None]
+            mine = row["mean_tpot_ms"]
+            per_phase[phase] = round(mine / min(known_static), 3) if known_static and mine is not None else None
+        out["adaptive_compared_with"] = statics
+        out["adaptive_over_best_static_tpot_per_phase"] = per_phase
+    return out

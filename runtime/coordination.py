@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
@@ -44,6 +44,7 @@ __all__ = [
 
 log = logging.getLogger("specgate.replica")
 _POP_LIMIT = 50_000
+_OBSERVATION_FIELDS = frozenset(f.name for f in fields(Observation)) - {"spec"}
 
 
 def encode_observation(obs: Observation) -> bytes:
@@ -58,7 +59,8 @@ def decode_observation(raw: bytes) -> Observation | None:
             spec = SpecStats(
                 spec["draft_tokens"], spec["accepted_tokens"], spec["verify_steps"], tuple(spec["histogram"])
             )
-        return Observation(spec=spec, **data)
+        # Keys of another version (a rolling upgrade) are dropped rather than losing the whole observation.
+        return Observation(spec=spec, **{k: v for k, v in data.items() if k in _OBSERVATION_FIELDS})
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
         return None  # another version's shape or garbage: skip it rather than stop the controller
 

@@ -63,7 +63,6 @@ class StreamObserver:
     n: int
     on_done: Callable[[Observation], None]
     chat: bool = False
-    chunks: int = 0
     first_at: float | None = None
     last_at: float | None = None
     spec: SpecStats | None = None
@@ -89,7 +88,6 @@ class StreamObserver:
         if self.first_at is None:
             self.first_at = now
         self.last_at = now
-        self.chunks += 1
         return event
 
     def _usage_event(self, data: bytes, event: bytes) -> bytes | None:
@@ -109,16 +107,7 @@ class StreamObserver:
 
     def _observation(self) -> Observation:
         prompt, completion = self.usage
-        per_chunk = None
-        source = "none"
-        if self.spec is not None:
-            source = "engine"
-        elif self._saw_usage and self.n == 1 and self.chunks:
-            # Each engine step emits one chunk; chat adds a role-only chunk first.
-            steps = self.chunks - (1 if self.chat else 0)
-            if steps > 0 and completion:
-                per_chunk = completion / steps
-                source = "chunks"
+        source = "engine" if self.spec is not None else "none"
         decode = self.last_at - self.first_at if self.first_at and self.last_at else None
         return Observation(
             route=self.plan.route,
@@ -133,6 +122,5 @@ class StreamObserver:
             decode_s=decode,
             batch_at_dispatch=self.batch,
             stream=True,
-            tokens_per_chunk=per_chunk,
             e2e_s=(self.last_at - self.started) if self.last_at else None,
         )

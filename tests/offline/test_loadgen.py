@@ -1,0 +1,43 @@
+"""The bench's verdict for any subset of policies (a run of one policy crashed it once), and policy names checked
+before any phase runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from specgate.offline.loadgen import check_policies, verdict
+
+
+def rows(*tpots: float | None) -> dict[str, Any]:
+    return {f"p{i}": {"mean_tpot_ms": t, "requests": 10} for i, t in enumerate(tpots, 1)}
+
+
+def test_one_policy_alone() -> None:
+    for name in ("adaptive", "static-k4"):
+        out = verdict({name: rows(10.0, 20.0)})
+        assert out["overall_mean_tpot_ms"] == {name: 15.0}
+        assert out["fastest_per_phase"] == {"p1": name, "p2": name}
+        assert "adaptive_over_best_static_tpot_per_phase" not in out
+
+
+def test_adaptive_against_the_statics_that_ran() -> None:
+    out = verdict({"static-k4": rows(8.0, 30.0), "adaptive": rows(10.0, 15.0), "static-k0": rows(20.0, 20.0)})
+    assert out["adaptive_compared_with"] == ["static-k0", "static-k4"]
+    assert out["adaptive_over_best_static_tpot_per_phase"] == {"p1": 1.25, "p2": 0.75}
+    assert out["fastest_per_phase"] == {"p1": "static-k4", "p2": "adaptive"}
+    assert out["tpot_over_fastest_per_phase"]["static-k0"] == {"p1": 2.5, "p2": 1.333}
+
+
+def test_phases_without_answers_are_unknown() -> None:
+    out = verdict({"adaptive": rows(None, 12.0), "static-k2": rows(None, None)})
+    assert out["adaptive_over_best_static_tpot_per_phase"] == {"p1": None, "p2": None}
+    assert out["fastest_per_phase"] == {"p1": None, "p2": "adaptive"}
+    assert out["overall_mean_tpot_ms"] == {"adaptive": 12.0, "static-k2": None}
+
+
+@pytest.mark.parametrize("bad", ["static-k9", "static", "static-kx", "k4", ""])
+def test_unknown_policies_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError, match="unknown policy"):
+        check_policies(["adaptive", bad], max_k=4)
+    check_policies(["adaptive", "static-k0", "static-k4"], max_k=4)
