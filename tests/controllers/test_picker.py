@@ -17,16 +17,20 @@ from specgate.controllers.picker import EndpointLoad, pick_endpoint
         # waiting and KV pressure weigh in
         ([EndpointLoad(0, True, 2, 3, 0), EndpointLoad(0, True, 4, 0, 0)], 1),
         ([EndpointLoad(0, True, 2, 0, 0.99), EndpointLoad(0, True, 4, 0, 0.0)], 1),
-        # a stale (unknown) endpoint is not idle: it is charged the worst fresh load
-        ([EndpointLoad(0, True), EndpointLoad(0, True, 5, 0, 0)], None),
+        # a stale (unknown) endpoint is not idle: it is charged the worst fresh load (5), so 2 wins
+        ([EndpointLoad(0, True), EndpointLoad(0, True, 5, 0, 0), EndpointLoad(0, True, 2, 0, 0)], 2),
+        # ... or its own outstanding requests when they are more
+        ([EndpointLoad(7, True), EndpointLoad(0, True, 5, 0, 0)], 1),
     ],
 )
 def test_pick(loads: list[EndpointLoad], expected: int | None) -> None:
-    if expected is None and len(loads) == 2:
-        # tie between unknown and a loaded endpoint: either is acceptable, but never a crash
-        assert pick_endpoint(loads) in (0, 1)
-        return
     assert pick_endpoint(loads) == expected
+
+
+def test_tie_between_unknown_and_fresh_rotates() -> None:
+    # Unknown is charged the worst fresh load (5): a tie, broken by the rotation, never always the same one.
+    loads = [EndpointLoad(0, True), EndpointLoad(0, True, 5, 0, 0)]
+    assert [pick_endpoint(loads, rotation=r) for r in range(4)] == [0, 1, 0, 1]
 
 
 def test_unknown_is_not_preferred_over_idle() -> None:

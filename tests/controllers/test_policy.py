@@ -50,11 +50,18 @@ def test_bounds_are_respected() -> None:
 
 
 def test_slo_wins_over_goodput() -> None:
-    # Speculating raises this route's throughput share but makes each step slower than its SLO allows.
-    routes = [RouteState("fast", 0.5, 0, 4, lengths(0.0), tpot_slo_s=0.05), RouteState("bulk", 0.5, 0, 4, lengths(0.6))]
-    free = optimise(routes, 300, lambda b, kb, km: 0.01 + 0.0001 * b * (1 + kb))
-    assert evaluate(routes, free.ks, 300, lambda b, kb, km: 0.01 + 0.0001 * b * (1 + kb)).slo_violation == 0
-    assert free.tpot_s["fast"] <= 0.05
+    # "bulk" accepts well: speculating it raises goodput, but its drafts make every step longer, and "fast"
+    # (nothing to gain from drafts, k pinned to 0) has a TPOT SLO that a step above 26.5 ms breaks.
+    def step(b: float, kbar: float, kmax: float) -> float:
+        return 0.02 + 0.003 * b * kbar
+
+    bulk = RouteState("bulk", 0.5, 0, 4, lengths(0.9))
+    free = optimise([RouteState("fast", 0.5, 0, 0, lengths(0.0, 0)), bulk], 2, step)
+    bound = optimise([RouteState("fast", 0.5, 0, 0, lengths(0.0, 0), tpot_slo_s=0.0265), bulk], 2, step)
+    assert free.ks["bulk"] == 4 and free.tpot_s["fast"] > 0.0265  # without the SLO: all drafts, fast too slow
+    assert bound.ks["bulk"] == 2  # the most drafts that keep fast within its SLO
+    assert bound.slo_violation == 0 and bound.tpot_s["fast"] <= 0.0265
+    assert bound.goodput < free.goodput  # the SLO costs goodput: it changed the answer
 
 
 @given(st.integers(1, 8), st.floats(1.0, 12.0))
