@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
+from specgate.controllers.cost_model import StepCostModel
 from specgate.controllers.observations import Observation, SpecStats
 
 
@@ -19,13 +22,20 @@ def hist(alpha: float, k: int, steps: int, rng: random.Random) -> tuple[int, ...
     return tuple(h)
 
 
-def obs(route: str, k: int, alpha: float, batch: float, rng: random.Random) -> Observation:
+StepTime = Callable[[float, int], float]
+
+
+def obs(
+    route: str, k: int, alpha: float, batch: float, rng: random.Random, step_time: StepTime | None = None
+) -> Observation:
     h = hist(alpha, k, 40, rng) if k else ()
     accepted = sum(j * n for j, n in enumerate(h))
     steps = 40 if k else 0
     tokens = 40 + accepted
     spec = SpecStats(k * steps, accepted, steps, h)
-    return Observation(route, "p", "e", k, "engine", spec, 20, tokens, 0.01, None, batch - 1, True)
+    # 40 engine steps (prefill included) of the true step time at this batch and k, when one is given.
+    e2e = step_time(batch, k) * 40 if step_time else None
+    return Observation(route, "p", "e", k, "engine", spec, 20, tokens, 0.01, None, batch - 1, True, e2e)
 
 
 def controller(**kw: object) -> SpeculationController:
@@ -33,7 +43,12 @@ def controller(**kw: object) -> SpeculationController:
     return SpeculationController(s, [RouteSpec("r", "p", 0, 4)], [PoolSpec("p", 4, "gpu")])
 
 
-def drive(c: SpeculationController, phases: list[tuple[float, float, int]], rng: random.Random) -> list[int]:
+def drive(
+    c: SpeculationController,
+    phases: list[tuple[float, float, int]],
+    rng: random.Random,
+    step_time: StepTime | None = None,
+) -> list[int]:
     """phases: (alpha, batch, ticks); returns k after each tick."""
     ks = []
     t = 0.0
@@ -45,7 +60,7 @@ def drive(c: SpeculationController, phases: list[tuple[float, float, int]], rng:
                 k = d.k
                 if d.explore_k is not None and rng.random() < d.explore_share:
                     k = d.explore_k
-                c.observe(obs("r", k, alpha, batch, rng), t)
+                c.observe(obs("r", k, alpha, batch, rng, step_time), t)
             c.tick(t, {"p": batch})
             ks.append(c.table().k_for("r"))
     return ks
@@ -61,10 +76,36 @@ def test_rises_with_acceptance_and_falls_when_it_collapses() -> None:
 
 
 def test_heavy_load_turns_it_off() -> None:
+    # The prior alone (no step times observed): past its knee, drafts cost more than they bring.
     rng = random.Random(6)
     c = controller()
     ks = drive(c, [(0.6, 4, 40), (0.6, 600, 40)], rng)
     assert ks[39] >= 2 and ks[-1] == 0
+
+
+def test_measured_step_times_move_the_decision() -> None:
+    # At batch 24 the gpu prior puts the knee at 64 verified tokens and charges little past it: k = 2 pays.
+    # This engine is compute-bound past the knee at 20x the prior's cost per token: only k = 1 (48 tokens,
+    # under the knee) is free. The fit learns that from the step times and the controller follows.
+    def steep(batch: float, k: int) -> float:
+        return 0.012 + 0.0024 * max(0.0, batch * (1 + k) - 64)
+
+    prior_only = drive(controller(), [(0.6, 24, 80)], random.Random(9))
+    fitted_ctl = controller()
+    fitted = drive(fitted_ctl, [(0.6, 24, 80)], random.Random(9), steep)
+    assert prior_only[-1] >= 2
+    assert fitted[-1] == 1
+    model = fitted_ctl.cost_model("p")
+    assert model.samples > 100
+    # Where it runs (k <= 1, under the knee) the fit matches the truth; past the knee it has learned that drafts
+    # cost far more than the prior said (it sees little of that region, so it does not learn all of it).
+    assert model.predict(24, 0, 0) == pytest.approx(steep(24, 0), rel=0.1)
+    assert model.predict(24, 1, 1) == pytest.approx(steep(24, 1), rel=0.1)
+    assert model.predict(24, 4, 4) > 1.4 * StepCostModel("gpu").predict(24, 4, 4)
+    # And the other way: at batch 40 the prior charges drafts enough to keep k at 1; on an engine where they cost
+    # nothing (flat step time) the fit sees that and the controller goes to full k.
+    assert drive(controller(), [(0.6, 40, 80)], random.Random(9))[-1] <= 1
+    assert drive(controller(), [(0.6, 40, 80)], random.Random(9), lambda batch, k: 0.012)[-1] == 4
 
 
 def test_no_flapping_under_noise() -> None:
