@@ -54,3 +54,42 @@ class RedisServer:
             self.proc.kill()
             self.proc.wait(timeout=10)
             self.proc = None
+
+
+class SentinelServer:
+    """A real Redis Sentinel (the same binary, `--sentinel`) watching `master` as service `name`."""
+
+    def __init__(self, master: RedisServer, name: str, workdir: str) -> None:
+        self.master = master
+        self.name = name
+        self.port = _free_port()
+        self.config = os.path.join(workdir, f"sentinel-{self.port}.conf")
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> SentinelServer:
+        with open(self.config, "w") as f:
+            f.write(
+                f"port {self.port}\nbind 127.0.0.1\n"
+                f"sentinel monitor {self.name} 127.0.0.1 {self.master.port} 1\n"
+                f"sentinel down-after-milliseconds {self.name} 1000\n"
+            )
+        self.proc = subprocess.Popen(
+            [self.master.binary, self.config, "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
+                    s.sendall(f"SENTINEL get-master-addr-by-name {self.name}\r\n".encode())
+                    if str(self.master.port).encode() in s.recv(256):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("redis sentinel did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            self.proc = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis as sync_redis
@@ -11,7 +12,7 @@ from specgate.backends.state_store import MemoryStateStore, RedisStateStore, Sta
 from specgate.gateway.auth import hash_key
 
 from specgate.config import StateConfig
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, SentinelServer
 
 
 @pytest.fixture
@@ -116,5 +117,26 @@ def test_sentinel_urls_need_a_service_name() -> None:
 
     with pytest.raises(ValueError, match="service name"):
         redis_client("redis+sentinel://127.0.0.1:26379", 1.0)
-    client = redis_client("redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster/2", 1.0)
-    assert client is not None
+
+
+def test_store_through_a_real_sentinel(tmp_path: Path) -> None:
+    """redis+sentinel://: the store finds the master through a real Sentinel, in the database the URL names."""
+    master = RedisServer().start()
+    sentinel = SentinelServer(master, "specgate-main", str(tmp_path)).start()
+    try:
+        url = f"redis+sentinel://127.0.0.1:1,127.0.0.1:{sentinel.port}/specgate-main/3"  # the first one is down
+
+        async def scenario() -> None:
+            s = RedisStateStore(StateConfig(redis_url=url), replica_id="s")
+            assert await s.acquire_lease(5.0) == "s:1"
+            await s.write_admin("paused", "1")
+            assert await s.read_admin() == {"paused": "1"}
+            await s.close()
+
+        asyncio.run(scenario())
+        direct = sync_redis.Redis(port=master.port, db=3)
+        assert direct.hget("specgate:admin", "paused") == b"1"
+        assert sync_redis.Redis(port=master.port, db=0).dbsize() == 0
+    finally:
+        sentinel.stop()
+        master.stop()
