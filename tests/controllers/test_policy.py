@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from specgate.controllers.policy import RouteState, break_even_acceptance, evaluate, optimise
+from specgate.controllers.policy import RouteState, break_even_acceptance, optimise
 
 
 def gpu_like(b: float, kbar: float, kmax: float) -> float:
