@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from specgate.backends import vllm_scheduler
-from specgate.backends.vllm_scheduler import SchedulerAPIChanged, SpecCapScheduler
+from specgate.backends.vllm_scheduler import SchedulerAPIChanged, SpecCapAsyncScheduler, SpecCapScheduler
 
 
 def test_api_guard_accepts_the_tested_vllm() -> None:
@@ -32,26 +32,52 @@ def test_api_guard_refuses_a_changed_signature(monkeypatch: pytest.MonkeyPatch) 
         vllm_scheduler._check_api()
 
 
-def _plugin(monkeypatch: pytest.MonkeyPatch, *, async_scheduling: bool, max_k: int | None = 4) -> SpecCapScheduler:
+def _stub_base(monkeypatch: pytest.MonkeyPatch, *, async_scheduling: bool, max_k: int | None) -> None:
     def base_init(self: Any, *args: Any, **kwargs: Any) -> None:
         self.vllm_config = SimpleNamespace(
             scheduler_config=SimpleNamespace(async_scheduling=async_scheduling),
             speculative_config=None if max_k is None else SimpleNamespace(num_speculative_tokens=max_k),
         )
         self.requests = {}
+        self.running = []
+        # What AsyncScheduler's own code reads.
+        self.num_spec_tokens = max_k or 0
+        self.num_sampled_tokens_per_step = 1
+        self.use_v2_model_runner = False
+        self._spec_token_placeholders = [-1] * (max_k or 0)
 
     monkeypatch.setattr(vllm_scheduler.Scheduler, "__init__", base_init)
+    monkeypatch.setattr(vllm_scheduler.AsyncScheduler, "__init__", base_init)
     monkeypatch.setattr(vllm_scheduler.Scheduler, "update_draft_token_ids", lambda self, drafts: None)
+    monkeypatch.setattr(vllm_scheduler.Scheduler, "_update_after_schedule", lambda self, output: None)
+
+
+def _plugin(monkeypatch: pytest.MonkeyPatch, *, async_scheduling: bool, max_k: int | None = 4) -> SpecCapScheduler:
+    _stub_base(monkeypatch, async_scheduling=async_scheduling, max_k=max_k)
     return SpecCapScheduler()
 
 
-def test_refuses_async_scheduling(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(SchedulerAPIChanged, match="async scheduling"):
+def _async_plugin(monkeypatch: pytest.MonkeyPatch, max_k: int = 4) -> SpecCapAsyncScheduler:
+    _stub_base(monkeypatch, async_scheduling=True, max_k=max_k)
+    return SpecCapAsyncScheduler()
+
+
+def test_each_class_refuses_the_other_mode_and_names_the_right_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(SchedulerAPIChanged, match="SpecCapAsyncScheduler"):
         _plugin(monkeypatch, async_scheduling=True)
+    _stub_base(monkeypatch, async_scheduling=False, max_k=4)
+    with pytest.raises(SchedulerAPIChanged, match=r"vllm_scheduler\.SpecCapScheduler"):
+        SpecCapAsyncScheduler()
 
 
 def _request(drafts: list[int], extra_args: dict[str, Any] | None) -> SimpleNamespace:
-    return SimpleNamespace(spec_token_ids=list(drafts), sampling_params=SimpleNamespace(extra_args=extra_args))
+    return SimpleNamespace(
+        spec_token_ids=list(drafts),
+        sampling_params=SimpleNamespace(extra_args=extra_args),
+        is_prefill_chunk=False,
+        use_structured_output=False,
+        num_output_placeholders=0,
+    )
 
 
 def test_caps_each_request_to_its_own_k(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,6 +102,64 @@ def test_caps_each_request_to_its_own_k(monkeypatch: pytest.MonkeyPatch) -> None
         "no-drafts": [],
     }
     assert plugin.capped_steps == 2 and plugin.malformed_caps == 1
+
+
+SCHEDULE = {"specgate_k_schedule": "1:4,3:2,5:0"}
+
+
+@pytest.mark.parametrize(("running", "expected"), [(1, 4), (2, 4), (3, 2), (4, 2), (5, 0), (40, 0)])
+def test_sync_schedule_follows_the_live_batch(monkeypatch: pytest.MonkeyPatch, running: int, expected: int) -> None:
+    plugin = _plugin(monkeypatch, async_scheduling=False)
+    plugin.requests = {
+        "r": _request([1, 2, 3, 4], SCHEDULE),
+        "capped": _request([1, 2, 3, 4], {**SCHEDULE, "num_speculative_tokens": 1}),
+    }
+    plugin.running = [object()] * running
+    plugin.update_draft_token_ids(SimpleNamespace(req_ids=["r", "capped"]))
+    assert len(plugin.requests["r"].spec_token_ids) == expected
+    assert len(plugin.requests["capped"].spec_token_ids) == min(1, expected)  # the smaller of cap and schedule
+
+
+def _output(req_ids: list[str], k: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        num_scheduled_tokens={r: 1 for r in req_ids},
+        num_spec_tokens_to_schedule=k,
+        scheduled_spec_decode_tokens={},
+        pending_structured_output_tokens=False,
+    )
+
+
+def test_drafting_narrows_to_the_widest_limit_of_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = _plugin(monkeypatch, async_scheduling=False)
+    plugin.requests = {"a": _request([], SCHEDULE), "b": _request([], {"num_speculative_tokens": 1})}
+    out = _output(["a", "b"], 4)  # batch 2: a may use 4
+    plugin._update_after_schedule(out)
+    assert out.num_spec_tokens_to_schedule == 4 and plugin.narrowed_steps == 0
+    plugin.requests["c"] = _request([], SCHEDULE)
+    out = _output(["a", "b", "c"], 4)  # batch 3: a and c may use 2, b 1
+    plugin._update_after_schedule(out)
+    assert out.num_spec_tokens_to_schedule == 2 and plugin.narrowed_steps == 1
+    plugin.requests["free"] = _request([], None)  # no limit: the engine's k for everyone's drafting
+    out = _output(["a", "b", "c", "free"], 4)
+    plugin._update_after_schedule(out)
+    assert out.num_spec_tokens_to_schedule == 4
+
+
+def test_async_placeholders_follow_each_requests_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = _async_plugin(monkeypatch)
+    plugin.requests = {
+        "a": _request([], SCHEDULE),
+        "b": _request([], {"num_speculative_tokens": 1}),
+        "c": _request([], SCHEDULE),
+        "d": _request([], {"num_speculative_tokens": 0}),
+    }
+    out = _output(list(plugin.requests), 4)  # batch 4: the schedule says 2
+    plugin._update_after_schedule(out)  # vLLM's AsyncScheduler code runs here, then the plugin's
+    assert out.num_spec_tokens_to_schedule == 2
+    slots = {name: r.spec_token_ids for name, r in plugin.requests.items()}
+    assert slots == {"a": [-1, -1], "b": [-1], "c": [-1, -1], "d": []}
+    assert slots["b"] is not slots["d"]  # cut ones are lists of their own, not views of vLLM's shared one
+    assert all(r.num_output_placeholders == 1 for r in plugin.requests.values())
 
 
 def test_engine_without_speculation_caps_everything_to_zero(monkeypatch: pytest.MonkeyPatch) -> None:
