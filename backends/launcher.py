@@ -24,6 +24,9 @@ __all__ = ["DEFAULT_MODEL_DIR", "EngineProcess", "EngineSpec", "EngineStartError
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "specgate-tiny-llama"
 DEFAULT_SERVED_NAME = "specgate-tiny"
 PLUGIN_CLASS = "specgate.backends.vllm_scheduler.SpecCapScheduler"
+# The launcher starts CPU engines, and vLLM's CPU platform turns async scheduling off whatever the flags
+# (vllm/platforms/cpu.py), so draft-model pools here run the synchronous plugin class too. On GPU, vLLM 0.32 turns
+# async scheduling on for draft-model / EAGLE pools: those take SpecCapAsyncScheduler (docs/vllm-plugin.md).
 
 
 class EngineStartError(RuntimeError):
@@ -36,9 +39,11 @@ class EngineSpec:
     served_name: str = DEFAULT_SERVED_NAME
     host: str = "127.0.0.1"
     port: int = 8100
-    # "ngram" (max_k drafts from prompt look-up) or "none".
+    # "ngram" (max_k drafts from prompt look-up), "draft_model" (a small model drafts) or "none".
     speculation: str = "ngram"
     max_k: int = 4
+    # The drafter of "draft_model" (default: the target itself, which accepts everything).
+    draft_model_dir: Path | None = None
     plugin: bool = True
     per_request_metrics: bool = True
     kv_cache_gib: int = 1
@@ -74,6 +79,7 @@ def engine_command(spec: EngineSpec) -> list[str]:
         "float32",
         "--enforce-eager",
     ]
+    config: dict[str, object]
     if spec.speculation == "ngram":
         config = {
             "method": "ngram",
@@ -81,13 +87,22 @@ def engine_command(spec: EngineSpec) -> list[str]:
             "prompt_lookup_max": 4,
             "prompt_lookup_min": 2,
         }
+    elif spec.speculation == "draft_model":
+        config = {
+            "method": "draft_model",
+            "model": str(spec.draft_model_dir or spec.model_dir),
+            "num_speculative_tokens": spec.max_k,
+        }
+    elif spec.speculation == "none":
+        config = {}
+    else:
+        raise ValueError(f"unknown speculation {spec.speculation!r}: expected 'ngram', 'draft_model' or 'none'")
+    if config:
         cmd += ["--speculative-config", json.dumps(config)]
         if spec.per_request_metrics:
             cmd += ["--per-request-spec-decode-metrics", "summary"]
         if spec.plugin:
             cmd += ["--scheduler-cls", PLUGIN_CLASS]
-    elif spec.speculation != "none":
-        raise ValueError(f"unknown speculation {spec.speculation!r}: expected 'ngram' or 'none'")
     if spec.otlp_traces_endpoint:
         cmd += ["--otlp-traces-endpoint", spec.otlp_traces_endpoint]
     return cmd + list(spec.extra_args)

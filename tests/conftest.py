@@ -81,6 +81,17 @@ def plain_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpe
     yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_PLAIN_ENGINE_URL", speculation="none", max_k=0)
 
 
+@pytest.fixture(scope="session")
+def draft_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
+    """A real vLLM server with a draft model (the tiny model drafts for itself). vLLM's CPU platform turns async
+    scheduling off, so it runs the plugin's synchronous class; the async class is tested on vLLM's own
+    AsyncScheduler code in tests/backends/test_vllm_scheduler.py.
+
+    SPECGATE_TEST_DRAFT_ENGINE_URL reuses one started with `specgate engine up --speculation draft_model`.
+    """
+    yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_DRAFT_ENGINE_URL", speculation="draft_model")
+
+
 class GatewayServer:
     def __init__(self, config: GatewayConfig, span_exporter: SpanExporter | None = None) -> None:
         self.config = config
