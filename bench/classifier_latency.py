@@ -21,7 +21,7 @@ from specgate.controllers.classifier import classification_text
 from specgate.runtime.classifier_files import BUNDLED_MODEL, HELD_OUT_DATA, load_model
 
 
-def measure(model, bodies: list[dict], repeat: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+def measure(model, bodies: list[dict], repeat: int) -> np.ndarray:  # type: ignore[no-untyped-def]  # model: ClassifierModel, imported lazily
     times = np.empty(repeat)
     for i in range(repeat):
         body = bodies[i % len(bodies)]

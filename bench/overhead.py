@@ -198,7 +198,7 @@ async def _load(port: int, concurrency: int, seconds: float, stream: bool) -> di
                 started = time.monotonic()
                 writer.write(request)
                 first: list[float] = []
-                ok, keep = await _read_response(reader, first)  # type: ignore[arg-type]
+                ok, keep = await _read_response(reader, first)
                 if ok:
                     latencies.append(time.monotonic() - started)
                     ttfb.append(first[0] - started)

@@ -39,7 +39,7 @@ def obs(
 
 
 def controller(**kw: object) -> SpeculationController:
-    s = ControllerSettings(**{"min_dwell_s": 0.0, "half_life_s": 20.0, **kw})  # type: ignore[arg-type]
+    s = ControllerSettings(**{"min_dwell_s": 0.0, "half_life_s": 20.0, **kw})  # type: ignore[arg-type]  # settings overrides as a loose dict
     return SpeculationController(s, [RouteSpec("r", "p", 0, 4)], [PoolSpec("p", 4, "gpu")])
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import openai
 import pytest
+from specgate.backends.launcher import EngineSpec
 
 from tests.conftest import MODEL, GatewayServer, engine_gauge, engine_pool, free_port
 from tests.prom import scrape
@@ -18,8 +20,8 @@ pytestmark = pytest.mark.slow
 PROMPT = "def add(a, b):\n    return a + b\n\n\ndef"
 
 
-def client(gw: GatewayServer, **kw: object) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gw.url}/v1", api_key="unused", **kw)  # type: ignore[arg-type]
+def client(gw: GatewayServer, **kw: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{gw.url}/v1", api_key="unused", **kw)
 
 
 def test_chat_non_stream_has_content_and_usage(gateway: GatewayServer) -> None:
@@ -87,7 +89,7 @@ def test_async_client_concurrent_requests(gateway: GatewayServer) -> None:
 
 
 def test_models_lists_each_model_once(engine: object, start_gateway: Callable[..., GatewayServer]) -> None:
-    gw = start_gateway([engine_pool(engine), {**engine_pool(engine), "name": "second"}])  # type: ignore[arg-type]
+    gw = start_gateway([engine_pool(engine), {**engine_pool(engine), "name": "second"}])  # type: ignore[arg-type]  # config sections as loose dicts
     models = client(gw).models.list()
     assert [m.id for m in models.data] == [MODEL]
 
@@ -123,7 +125,7 @@ def test_engine_validation_error_is_normalised(gateway: GatewayServer) -> None:
 
 
 def test_oversized_body_is_413(engine: object, start_gateway: Callable[..., GatewayServer]) -> None:
-    gw = start_gateway([engine_pool(engine)], server={"max_body_bytes": 2048})  # type: ignore[arg-type]
+    gw = start_gateway([engine_pool(engine)], server={"max_body_bytes": 2048})  # type: ignore[arg-type]  # config sections as loose dicts
     r = httpx.post(f"{gw.url}/v1/completions", json={"model": MODEL, "prompt": "x" * 5000})
     assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
 
@@ -158,7 +160,7 @@ def test_failover_from_dead_endpoint_has_no_client_errors(
     dead = f"http://127.0.0.1:{free_port()}"
     # Health checks far apart, so the dead endpoint is still "unknown/healthy" when traffic starts:
     # the relay itself must fail over.
-    gw = start_gateway([engine_pool(engine, dead)], health={"interval_s": 3600})  # type: ignore[arg-type]
+    gw = start_gateway([engine_pool(engine, dead)], health={"interval_s": 3600})  # type: ignore[arg-type]  # config sections as loose dicts
     gw.gateway.pools.pools[0].endpoints[0].healthy = None
     c = client(gw, max_retries=0)
     before = scrape(gw.url, "specgate_upstream_errors_total", pool="cpu", reason="connect")
@@ -236,11 +238,11 @@ def _assert_aborted(url: str, closed: float, started_at_tokens: float) -> None:
 
 @pytest.fixture
 def k0_gateway(engine: object, start_gateway: Callable[..., GatewayServer]) -> GatewayServer:
-    return start_gateway([engine_pool(engine)], routing={"routes": [{"name": "default", "k": {"pin": 0}}]})  # type: ignore[arg-type]
+    return start_gateway([engine_pool(engine)], routing={"routes": [{"name": "default", "k": {"pin": 0}}]})  # type: ignore[arg-type]  # config sections as loose dicts
 
 
-def test_client_disconnect_mid_stream_aborts_engine_request(engine: object, k0_gateway: GatewayServer) -> None:
-    url = engine.url  # type: ignore[attr-defined]
+def test_client_disconnect_mid_stream_aborts_engine_request(engine: EngineSpec, k0_gateway: GatewayServer) -> None:
+    url = engine.url
     start = _generated_tokens(url)
     with (
         httpx.Client(timeout=60) as http,
@@ -251,8 +253,8 @@ def test_client_disconnect_mid_stream_aborts_engine_request(engine: object, k0_g
     _assert_aborted(url, time.monotonic(), start)
 
 
-def test_client_disconnect_non_stream_aborts_engine_request(engine: object, k0_gateway: GatewayServer) -> None:
-    url = engine.url  # type: ignore[attr-defined]
+def test_client_disconnect_non_stream_aborts_engine_request(engine: EngineSpec, k0_gateway: GatewayServer) -> None:
+    url = engine.url
 
     async def go() -> float:
         async with httpx.AsyncClient(timeout=60) as http:
@@ -274,7 +276,7 @@ def test_requests_are_routed_by_the_classifier(engine: object, start_gateway: Ca
         ],
         "default_route": "chat",
     }
-    gw = start_gateway([engine_pool(engine)], routing=routing)  # type: ignore[arg-type]
+    gw = start_gateway([engine_pool(engine)], routing=routing)  # type: ignore[arg-type]  # config sections as loose dicts
     code = httpx.post(
         f"{gw.url}/v1/chat/completions",
         json={

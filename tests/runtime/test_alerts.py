@@ -35,7 +35,7 @@ def alert(status: str = "firing") -> Alert:
 
 
 def config(url: str, **kw: object) -> AlertsConfig:
-    receiver = {"name": "ops", "url": url, "secret": SECRET, **kw.pop("receiver", {})}  # type: ignore[dict-item]
+    receiver = {"name": "ops", "url": url, "secret": SECRET, **kw.pop("receiver", {})}  # type: ignore[dict-item]  # receiver overrides as a loose dict
     return AlertsConfig.model_validate(
         {"receivers": [receiver], "backoff_initial_s": 0.01, "backoff_max_s": 0.05, "max_attempts": 4, **kw}
     )
@@ -185,7 +185,7 @@ def test_signature_helpers_reject_stale_and_malformed() -> None:
 
 def test_render_is_valid_json_for_every_format() -> None:
     for fmt in ("alertmanager", "slack", "json"):
-        r = ReceiverConfig(name="r", url="http://x", format=fmt)  # type: ignore[arg-type]
+        r = ReceiverConfig(name="r", url="http://x", format=fmt)  # type: ignore[arg-type]  # an unknown format on purpose
         assert render(alert(), r, "http://gw").startswith(b"{")
 
 

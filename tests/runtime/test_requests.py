@@ -50,7 +50,7 @@ def test_valid_chat_and_completion() -> None:
 )
 def test_bad_bodies_name_param(raw: bytes, api: str, param: str | None) -> None:
     with pytest.raises(InvalidRequest) as info:
-        parse_body(raw, api)  # type: ignore[arg-type]
+        parse_body(raw, api)  # type: ignore[arg-type]  # a wrong api name on purpose
     assert info.value.param == param
 
 
