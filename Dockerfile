@@ -1,13 +1,18 @@
 # The specgate gateway (no engine inside: it talks HTTP to vLLM).
 FROM python:3.11-slim
-WORKDIR /app
+# The package's folders, each mapped onto specgate.* by pyproject.toml (the classifier model and dashboards are
+# package data). Installed as a wheel, not editable; the sources are not kept.
+WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY specgate specgate
 COPY gateway gateway
+COPY runtime runtime
 COPY backends backends
 COPY controllers controllers
 COPY dashboards dashboards
-COPY models/route-classifier models/route-classifier
-RUN pip install --no-cache-dir -e .
+COPY offline offline
+RUN pip install --no-cache-dir . && rm -rf /src
+WORKDIR /app
 EXPOSE 8000
 # Unprivileged, as the Kubernetes manifests expect (deploy/k8s: runAsNonRoot, read-only root filesystem).
 USER 10001

@@ -1,21 +1,37 @@
 """Grafana dashboards as code: plain dicts, written as JSON, with a check mode for CI.
 
-`specgate dashboards build` writes `dashboards/json/*.json`; `specgate dashboards check` fails when the
-committed JSON differs from what this code builds, or when a query names a metric that neither specgate nor
-vLLM exports. Every dashboard has a `datasource` variable (type datasource) and its panels use
-`${datasource}`, so file provisioning works (no `__inputs`).
+`specgate dashboards build` writes `dashboards/json/*.json` into the source checkout (a developer command);
+`specgate dashboards check` fails when the committed JSON differs from what this code builds, or when a query
+names a metric that neither specgate nor vLLM exports. `check` reads the JSON as package data
+(`importlib.resources`), so it works the same in a checkout, an editable install and an installed wheel.
+Every dashboard has a `datasource` variable (type datasource) and its panels use `${datasource}`, so file
+provisioning works (no `__inputs`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DASHBOARDS", "VLLM_METRICS", "build_all", "check", "known_metrics", "query_metrics"]
+__all__ = [
+    "COMMITTED",
+    "DASHBOARDS",
+    "VLLM_METRICS",
+    "NotASourceCheckout",
+    "build_all",
+    "check",
+    "known_metrics",
+    "query_metrics",
+    "source_dir",
+]
 
-OUT = Path(__file__).resolve().parent / "json"
+# The committed JSON, read as package data of `specgate.dashboards` (checkout, editable install or wheel).
+COMMITTED: Traversable = files("specgate.dashboards") / "json"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
 # vLLM's own series the dashboards read (see shared design notes: vllm-facts.md).
@@ -410,24 +426,49 @@ def _render(dashboard: dict[str, Any]) -> str:
     return json.dumps(dashboard, indent=2, sort_keys=True) + "\n"
 
 
-def build_all(out: Path = OUT) -> list[Path]:
+class NotASourceCheckout(RuntimeError):
+    """`build` without an output folder, from a specgate that is not a writable source checkout."""
+
+
+def source_dir() -> Path:
+    """`dashboards/json/` of the source checkout this module runs from (a clone, or its editable install).
+
+    Raises NotASourceCheckout for an installed wheel or a read-only tree: the JSON is committed, so it is built
+    where it is committed, not into site-packages."""
+    here = Path(__file__).resolve().parent
+    root = here.parent
+    if here.name != "dashboards" or not (root / "pyproject.toml").is_file():
+        raise NotASourceCheckout(
+            f"specgate is installed at {here}, not run from a source checkout: `specgate dashboards build` writes "
+            "the committed dashboards/json/ of a clone (pip install -e .); pass --out DIR to write elsewhere"
+        )
+    out = here / "json"
+    writable = out if out.exists() else here
+    if not os.access(writable, os.W_OK):
+        raise NotASourceCheckout(f"{writable} is not writable; pass --out DIR to write elsewhere")
+    return out
+
+
+def build_all(out: Path | None = None) -> list[Path]:
+    """Write every dashboard's JSON into `out` (default: the source checkout's dashboards/json/)."""
+    out = source_dir() if out is None else out
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, fn in DASHBOARDS.items():
         path = out / f"{name}.json"
-        path.write_text(_render(fn()))
+        path.write_text(_render(fn()), encoding="utf-8")
         written.append(path)
     return written
 
 
-def check(out: Path = OUT) -> list[str]:
+def check(out: Path | Traversable = COMMITTED) -> list[str]:
     """Problems (empty when all is well): stale or missing JSON, unknown metrics in queries."""
     problems = []
     known = known_metrics()
     for name, fn in DASHBOARDS.items():
         dashboard = fn()
         path = out / f"{name}.json"
-        if not path.exists() or path.read_text() != _render(dashboard):
+        if not path.is_file() or path.read_text(encoding="utf-8") != _render(dashboard):
             problems.append(f"{path}: stale or missing; run `specgate dashboards build`")
         for metric in sorted(query_metrics(dashboard) - known):
             problems.append(f"{name}: query names unknown metric {metric}")

@@ -397,10 +397,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboards(args: argparse.Namespace) -> int:
-    from specgate.dashboards.build import build_all, check
+    from specgate.dashboards.build import NotASourceCheckout, build_all, check
 
     if args.action == "build":
-        for path in build_all():
+        try:
+            written = build_all(Path(args.out) if args.out else None)
+        except NotASourceCheckout as exc:
+            print(f"dashboards build: {exc}", file=sys.stderr)
+            return 2
+        for path in written:
             print(f"wrote {path}")
         return 0
     problems = check()
@@ -449,7 +454,12 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--served-name", default=DEFAULT_SERVED_NAME)
     up.add_argument("--host", default="127.0.0.1")
     up.add_argument("--port", type=int, default=8100)
-    up.add_argument("--speculation", choices=["ngram", "none"], default="ngram")
+    up.add_argument(
+        "--speculation",
+        choices=["ngram", "draft_model", "none"],
+        default="ngram",
+        help="draft_model: the tiny model drafts for itself (default: ngram)",
+    )
     up.add_argument("--max-k", type=int, default=4)
     up.add_argument("--no-plugin", action="store_true", help="without specgate's per-request k scheduler plugin")
     up.add_argument(
@@ -490,13 +500,19 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--policy",
         action="append",
-        choices=["static-k0", "static-k4", "adaptive"],
-        help="policies in the order to run (repeatable; default: static-k0, static-kMAX, adaptive)",
+        help="'adaptive' or 'static-kN' (N up to --max-k), in the order to run (repeatable; any subset; "
+        "default: static-k0, static-kMAX, adaptive)",
     )
     bench.set_defaults(fn=cmd_bench)
 
     dash = sub.add_parser("dashboards", help="build the Grafana dashboards, or check the committed ones")
-    dash.add_argument("action", choices=["build", "check"])
+    dash.add_argument(
+        "action",
+        choices=["build", "check"],
+        help="build: write dashboards/json/ of the source checkout (developer command); "
+        "check: compare the installed JSON with what the code builds",
+    )
+    dash.add_argument("--out", help="build: write the JSON into this folder instead of the source checkout")
     dash.set_defaults(fn=cmd_dashboards)
 
     demo = sub.add_parser("demo", help="local engine + gateway, with curl and openai examples")

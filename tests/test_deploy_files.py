@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def test_compose_file_is_valid(profile: str) -> None:
     services = yaml.safe_load(out.stdout)["services"]
     assert {"gateway", "redis", "prometheus", "grafana", "alertmanager", f"vllm-{profile}"} <= set(services)
     engine = services[f"vllm-{profile}"]
-    assert "--scheduler-cls=backends.vllm_scheduler.SpecCapScheduler" in engine["command"]
+    assert "--scheduler-cls=specgate.backends.vllm_scheduler.SpecCapScheduler" in engine["command"]
     assert "--per-request-spec-decode-metrics=summary" in engine["command"]
 
 
@@ -44,6 +45,24 @@ def test_compose_references_files_that_exist() -> None:
         build = service.get("build")
         if build:
             assert (ROOT / build["dockerfile"]).exists()
+
+
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "Dockerfile.vllm-cpu"])
+def test_dockerfiles_copy_every_package_folder(dockerfile: str) -> None:
+    """`pip install .` in the image needs every folder pyproject.toml maps onto `specgate.*`; COPY sources exist."""
+    package_dirs = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+    )
+    copied = set()
+    for line in (ROOT / dockerfile).read_text().splitlines():
+        if line.startswith("COPY "):
+            *sources, _dest = line.split()[1:]
+            for source in sources:
+                path = ROOT / source  # an empty folder is not in a clone (git keeps no folders)
+                assert path.is_file() or any(p.is_file() for p in path.rglob("*")), f"{dockerfile}: COPY {source}"
+                copied.add(source.rstrip("/"))
+    assert package_dirs <= copied, f"{dockerfile} does not copy {sorted(package_dirs - copied)}"
+    assert {"pyproject.toml", "README.md"} <= copied
 
 
 def test_gateway_config_for_compose_is_valid() -> None:

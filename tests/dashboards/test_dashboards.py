@@ -3,11 +3,22 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
 import yaml
-from specgate.dashboards.build import DASHBOARDS, OUT, build_all, check, known_metrics, query_metrics
+from specgate.dashboards import build as dashboards_build
+from specgate.dashboards.build import (
+    COMMITTED,
+    DASHBOARDS,
+    NotASourceCheckout,
+    build_all,
+    check,
+    known_metrics,
+    query_metrics,
+    source_dir,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,9 +44,34 @@ def test_check_catches_stale_json_and_unknown_metrics(tmp_path: Path, monkeypatc
     assert any("specgate_no_such_metric_total" in p for p in check(tmp_path))
 
 
+def test_build_writes_the_checkout_and_refuses_an_installed_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert source_dir() == ROOT / "dashboards" / "json"
+    # As installed from a wheel: site-packages/specgate/dashboards/build.py, no pyproject.toml above it.
+    installed = tmp_path / "site-packages" / "specgate" / "dashboards"
+    installed.mkdir(parents=True)
+    monkeypatch.setattr(dashboards_build, "__file__", str(installed / "build.py"))
+    with pytest.raises(NotASourceCheckout, match="not run from a source checkout"):
+        build_all()
+    assert not (installed / "json").exists()
+    assert len(build_all(tmp_path / "out")) == len(DASHBOARDS)  # an explicit folder still works
+
+
+def test_package_data_is_the_committed_files() -> None:
+    """What `importlib.resources` finds is the checkout's files (a wheel carries the same; .ci/smoke_wheel.sh)."""
+    package = files("specgate.dashboards")
+    assert (package / "alerts.yaml").read_text() == (ROOT / "dashboards" / "alerts.yaml").read_text()
+    for name in ("dashboards/specgate.yaml", "datasources/prometheus.yaml"):
+        assert (package / "provisioning" / name).read_text() == (
+            ROOT / "dashboards" / "provisioning" / name
+        ).read_text()
+    assert sorted(p.name for p in COMMITTED.iterdir()) == sorted(f"{name}.json" for name in DASHBOARDS)
+
+
 def test_dashboards_use_the_datasource_variable() -> None:
     for name in DASHBOARDS:
-        d = json.loads((OUT / f"{name}.json").read_text())
+        d = json.loads((COMMITTED / f"{name}.json").read_text())
         assert "__inputs" not in d
         assert d["templating"]["list"][0] == {
             "name": "datasource",
