@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["EngineSnapshot", "SpecDelta", "parse_vllm_metrics", "spec_delta"]
+__all__ = ["ENGINE_SERIES", "EngineSnapshot", "SpecDelta", "parse_vllm_metrics", "spec_delta"]
 
 _GAUGES = {
     "vllm:num_requests_running": "running",
@@ -24,6 +24,9 @@ _SPEC_COUNTERS = {
     "vllm:spec_decode_num_accepted_tokens_total": "accepted_tokens",
 }
 _PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+_ITL_BUCKETS = "vllm:inter_token_latency_seconds_bucket"
+# Every vLLM series specgate reads: the scraper above, and the dashboards (dashboards/build.py).
+ENGINE_SERIES = frozenset({*_GAUGES, *_SPEC_COUNTERS, _PER_POS, _ITL_BUCKETS})
 
 
 @dataclass(slots=True)

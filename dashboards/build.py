@@ -18,6 +18,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from specgate.backends.vllm_metrics import ENGINE_SERIES
+
 __all__ = [
     "COMMITTED",
     "DASHBOARDS",
@@ -34,17 +36,8 @@ __all__ = [
 COMMITTED: Traversable = files("specgate.dashboards") / "json"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
-# vLLM's own series the dashboards read (see shared design notes: vllm-facts.md).
-VLLM_METRICS = {
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:kv_cache_usage_perc",
-    "vllm:spec_decode_num_drafts_total",
-    "vllm:spec_decode_num_draft_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-    "vllm:inter_token_latency_seconds_bucket",
-}
+# vLLM's own series the dashboards may read: the ones specgate knows (one list, in backends/vllm_metrics.py).
+VLLM_METRICS = ENGINE_SERIES
 
 
 def _panel(
