@@ -29,6 +29,7 @@ from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.controllers.estimator import AcceptanceEstimator
 from specgate.controllers.observations import Observation
 from specgate.controllers.policy import Assignment, RouteState, break_even_acceptance, evaluate, optimise
+from specgate.controllers.schedule import Schedule, batch_table, route_schedules
 
 __all__ = ["ControllerSettings", "DecisionRecord", "PoolSpec", "RouteSpec", "SpeculationController"]
 
@@ -234,6 +235,29 @@ class SpeculationController:
 
     def route_names(self) -> list[str]:
         return list(self._routes)
+
+    def schedules(self, pool: str) -> tuple[Mapping[str, Schedule], list[tuple[int, int, int]]]:
+        """What the measurements imply at every batch size for `pool`: each route's k schedule, and the one
+        route-blind table a stock engine could take (`num_speculative_tokens_per_batch_size`). Pins and bounds
+        hold; the kill switch makes both all-zero."""
+        members = [rt for rt in self._routes.values() if rt.spec.pool == pool]
+        states = []
+        for rt in members:
+            pin = rt.admin_pin if rt.admin_pin is not None else rt.spec.pin
+            lo, hi = (
+                (0, 0)
+                if self.kill_switch
+                else (
+                    (self._clamp(rt.spec, pin),) * 2
+                    if pin is not None
+                    else (self._k_min(rt.spec), self._k_max(rt.spec))
+                )
+            )
+            states.append(RouteState(rt.spec.name, rt.weight or 1e-6, lo, hi, self._lengths(rt), rt.spec.tpot_slo_s))
+        if not states:
+            return {}, []
+        max_k = 0 if self.kill_switch else self._pools[pool].max_k
+        return route_schedules(states, self._cost[pool].predict), batch_table(states, self._cost[pool].predict, max_k)
 
     # -- the tick -----------------------------------------------------------------------------------
     def tick(self, now: float, pool_batch: Mapping[str, float | None]) -> DecisionTable | None:

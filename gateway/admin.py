@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
+from specgate.backends.spec_cap import encode_schedule
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.runtime.control_loop import ControlLoop
 from specgate.runtime.coordination import Coordinator
@@ -34,6 +35,10 @@ __all__ = ["admin_router"]
 
 log = logging.getLogger("specgate.admin")
 _JSON = "application/json"
+
+
+class PoolNotFound(ModelNotFound):
+    code = "pool_not_found"
 
 
 class RouteNotFound(ModelNotFound):
@@ -177,6 +182,22 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: str | N
     @router.post("/controller/kill-switch")
     async def kill(request: Request) -> Response:
         return await set_flag(request, "kill_switch", None)
+
+    @router.get("/pools/{name}/schedules")
+    async def schedules(name: str, request: Request) -> Response:
+        """k by batch size that the measurements imply: per route (what the scheduler plugin applies per step) and
+        one route-blind table for engines without the plugin, ready for vLLM's `--speculative-config`."""
+        check(request)
+        if name not in {p.name for p in loop.config.pools}:
+            raise PoolNotFound(f"no pool named '{name}'", param="name")
+        per_route, table = controller.schedules(name)
+        return _ok(
+            {
+                "pool": name,
+                "routes": {route: encode_schedule(s) for route, s in per_route.items()},
+                "num_speculative_tokens_per_batch_size": [list(row) for row in table],
+            }
+        )
 
     @router.get("/decisions")
     async def decisions(request: Request, limit: int = 100) -> Response:

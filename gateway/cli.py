@@ -82,6 +82,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schedules(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    import httpx
+
+    key = os.environ.get("SPECGATE_ADMIN_KEY")
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    try:
+        r = httpx.get(f"{args.gateway.rstrip('/')}/admin/pools/{args.pool}/schedules", headers=headers, timeout=10)
+    except httpx.HTTPError as exc:
+        print(f"cannot reach the gateway: {exc}", file=sys.stderr)
+        return 2
+    if r.status_code != 200:
+        print(f"gateway answered {r.status_code}: {r.text}", file=sys.stderr)
+        return 2
+    body = r.json()
+    print(f"# k by batch size per route (what the scheduler plugin applies per step), pool {body['pool']}:")
+    for route, schedule in body["routes"].items():
+        print(f"#   {route}: {schedule}")
+    print("# For an engine without the plugin, in its --speculative-config:")
+    print(json.dumps({"num_speculative_tokens_per_batch_size": body["num_speculative_tokens_per_batch_size"]}))
+    return 0
+
+
 def cmd_hash_key(args: argparse.Namespace) -> int:
     from specgate.gateway.auth import hash_key
 
@@ -438,6 +463,15 @@ def _parser() -> argparse.ArgumentParser:
         "--redis", metavar="URL", help="share state with other replicas: redis://, rediss://, redis+sentinel://"
     )
     serve.set_defaults(fn=cmd_serve)
+
+    sch = sub.add_parser(
+        "schedules",
+        help="k by batch size that a running gateway's measurements imply for a pool (per route, and as vLLM's "
+        "num_speculative_tokens_per_batch_size for engines without the plugin); admin key from SPECGATE_ADMIN_KEY",
+    )
+    sch.add_argument("--gateway", default="http://127.0.0.1:8000", help="the gateway's base URL")
+    sch.add_argument("--pool", required=True)
+    sch.set_defaults(fn=cmd_schedules)
 
     hk = sub.add_parser("hash-key", help="print the SHA-256 of an API key, for auth.api_keys or the Redis keys hash")
     hk.add_argument("key", nargs="?", help="the key; read from stdin when absent or '-' (keeps it out of history)")

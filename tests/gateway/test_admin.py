@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import httpx
+import pytest
+from specgate.gateway.cli import main
 
 from tests.conftest import GatewayServer, free_port
 
@@ -84,3 +87,32 @@ def test_client_leaving_while_sending_its_body_is_not_a_server_error(
     metrics = httpx.get(f"{gw.url}/metrics").text
     assert 'status="499"' in metrics
     assert 'status="500"' not in metrics
+
+
+def test_schedules_per_pool(start_gateway: Callable[..., GatewayServer]) -> None:
+    gw = start_gateway(pools(), routing=ROUTING)
+    url = f"{gw.url}/admin/pools"
+    body = httpx.get(f"{url}/p/schedules").json()
+    assert body["pool"] == "p"
+    assert body["routes"]["chat"] == "1:1"  # pinned in config: 1 at every batch size
+    for route in ("code", "default"):
+        points = [tuple(map(int, p.split(":"))) for p in body["routes"][route].split(",")]
+        assert points[0][0] == 1 and all(0 <= k <= 4 for _, k in points)
+    table = body["num_speculative_tokens_per_batch_size"]
+    assert table[0][0] == 1 and all(0 <= k <= 4 for _, _, k in table)
+    assert httpx.get(f"{url}/nope/schedules").status_code == 404
+    httpx.post(f"{gw.url}/admin/controller/kill-switch", json={"enabled": True})
+    off = httpx.get(f"{url}/p/schedules").json()
+    assert set(off["routes"].values()) == {"1:0"} and off["num_speculative_tokens_per_batch_size"] == [[1, 256, 0]]
+
+
+def test_schedules_cli_prints_a_speculative_config(
+    start_gateway: Callable[..., GatewayServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    gw = start_gateway(pools(), routing=ROUTING)
+    assert main(["schedules", "--gateway", gw.url, "--pool", "p"]) == 0
+    out = capsys.readouterr().out
+    config = json.loads(out.strip().splitlines()[-1])
+    assert config["num_speculative_tokens_per_batch_size"][0][0] == 1
+    assert "#   chat: 1:1" in out
+    assert main(["schedules", "--gateway", gw.url, "--pool", "nope"]) == 2

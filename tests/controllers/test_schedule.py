@@ -1,0 +1,79 @@
+"""k by batch size: per-route schedules and the route-blind table for stock engines."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from specgate.controllers.policy import RouteState, evaluate
+from specgate.controllers.schedule import BATCH_GRID, batch_table, route_schedules
+
+
+def gpu_like(b: float, kbar: float, kmax: float) -> float:
+    # Memory-bound until 64 verified tokens, then each token costs: speculation pays at small batch only.
+    return 0.012 + 0.0003 * max(0.0, b * (1 + kbar) - 64) + 0.0002 * kmax
+
+
+def lengths(alpha: float, k_max: int = 4) -> tuple[float, ...]:
+    return tuple(sum(alpha**i for i in range(k + 1)) for k in range(k_max + 1))
+
+
+def k_at(schedule: tuple[tuple[int, int], ...], batch: int) -> int:
+    return [k for lo, k in schedule if lo <= batch][-1]
+
+
+def test_schedule_falls_with_load_and_starts_at_batch_one() -> None:
+    (code,) = route_schedules([RouteState("code", 1.0, 0, 4, lengths(0.8))], gpu_like).values()
+    assert code[0][0] == 1 and code[0][1] == 4  # alone, all drafts pay
+    assert k_at(code, 256) == 0  # far past the knee none do
+    ks = [k_at(code, b) for b in BATCH_GRID]
+    assert ks == sorted(ks, reverse=True)  # non-increasing in batch size under this cost model
+
+
+def test_routes_of_different_acceptance_get_different_schedules() -> None:
+    routes = [RouteState("code", 0.5, 0, 4, lengths(0.9)), RouteState("chat", 0.5, 0, 4, lengths(0.3))]
+    s = route_schedules(routes, gpu_like)
+    assert all(k_at(s["code"], b) >= k_at(s["chat"], b) for b in BATCH_GRID)
+    assert any(k_at(s["code"], b) > k_at(s["chat"], b) for b in BATCH_GRID)
+
+
+def test_bounds_and_pins_hold_at_every_batch_size() -> None:
+    routes = [RouteState("pinned", 0.5, 2, 2, lengths(0.0)), RouteState("bounded", 0.5, 1, 3, lengths(0.95))]
+    s = route_schedules(routes, gpu_like)
+    assert s["pinned"] == ((1, 2),)
+    assert all(1 <= k <= 3 for _, k in s["bounded"])
+
+
+def test_each_point_is_the_best_joint_choice_at_its_batch_size() -> None:
+    routes = [RouteState("a", 0.7, 0, 4, lengths(0.85)), RouteState("b", 0.3, 0, 4, lengths(0.5))]
+    s = route_schedules(routes, gpu_like)
+    for b in (1, 16, 48, 128):
+        chosen = {name: k_at(s[name], b) for name in s}
+        got = evaluate(routes, chosen, b, gpu_like).goodput
+        for ka in range(5):
+            for kb in range(5):
+                assert got >= evaluate(routes, {"a": ka, "b": kb}, b, gpu_like).goodput * (1 - 1e-6)
+
+
+def test_batch_table_is_one_k_per_size_and_covers_the_grid() -> None:
+    routes = [RouteState("code", 0.5, 0, 4, lengths(0.9)), RouteState("chat", 0.5, 0, 4, lengths(0.3))]
+    table = batch_table(routes, gpu_like, 4)
+    assert table[0][0] == 1 and table[-1][1] == BATCH_GRID[-1]
+    assert all(a[1] + 1 == b[0] for a, b in zip(table, table[1:], strict=False))  # contiguous
+    assert all(a[2] != b[2] for a, b in zip(table, table[1:], strict=False))  # merged where k repeats
+    assert table[0][2] > 0 and table[-1][2] == 0
+    # Route-blind: never better than the per-route schedules at the same batch size.
+    s = route_schedules(routes, gpu_like)
+    for lo, _, k in table:
+        blind = evaluate(routes, {"code": k, "chat": k}, lo, gpu_like).goodput
+        aware = evaluate(routes, {n: k_at(s[n], lo) for n in s}, lo, gpu_like).goodput
+        assert aware >= blind * (1 - 1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.0, 0.99), st.floats(0.0, 0.99), st.floats(0.05, 0.95))
+def test_schedules_stay_within_bounds_for_any_acceptance(a: float, b: float, share: float) -> None:
+    routes = [RouteState("x", share, 0, 4, lengths(a)), RouteState("y", 1 - share, 1, 3, lengths(b, 3))]
+    s = route_schedules(routes, gpu_like)
+    assert all(0 <= k <= 4 for _, k in s["x"]) and all(1 <= k <= 3 for _, k in s["y"])
+    assert s["x"][0][0] == 1 and s["y"][0][0] == 1
+    assert all(p[0] < q[0] for sched in s.values() for p, q in zip(sched, sched[1:], strict=False))
