@@ -123,6 +123,17 @@ def with_undrafted_steps(obs: Observation) -> tuple[int, ...]:
     return tuple(hist)
 
 
+def acceptance_evidence(obs: Observation) -> list[tuple[tuple[int, ...], int]]:
+    """(histogram, k) groups to learn acceptance from: one per k the request's steps drafted at when k varied
+    between steps, else its whole histogram (with the undrafted steps) at the k it was dispatched with."""
+    spec = obs.spec
+    if spec is None:
+        return []
+    if spec.by_k:
+        return [(hist, k) for k, hist in spec.by_k if k > 0]
+    return [(with_undrafted_steps(obs), obs.k_applied)] if obs.k_applied > 0 else []
+
+
 @dataclass
 class SpeculationController:
     settings: ControllerSettings
@@ -193,8 +204,8 @@ class SpeculationController:
         half = 0.5 ** (self.settings.tick_s / self.settings.half_life_s) if self.settings.half_life_s else 0
         rt.weight = rt.weight * half + max(1, obs.completion_tokens)
         spec = obs.spec
-        if spec is not None and obs.k_applied > 0:
-            self.estimator(obs.route, obs.pool).observe(with_undrafted_steps(obs), obs.k_applied, now)
+        for hist, k in acceptance_evidence(obs):
+            self.estimator(obs.route, obs.pool).observe(hist, k, now)
         steps = obs.completion_tokens - 1 - (spec.accepted_tokens if spec else 0)
         if steps > 0 and (spec is not None or obs.k_applied == 0):
             # End-to-end time over all steps (prefill as one) when known; it includes queueing, which errs on

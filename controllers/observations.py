@@ -20,6 +20,9 @@ class SpecStats:
     verify_steps: int
     # histogram[j] = verify steps in which exactly j drafts were accepted (len = max k + 1).
     histogram: tuple[int, ...] = ()
+    # When k changed from step to step (per-step schedules): (k, histogram of the steps that drafted k), so each
+    # step is judged against the drafts it really had. Empty: every step drafted the request's k.
+    by_k: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
     @property
     def mean_acceptance_length(self) -> float:

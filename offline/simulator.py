@@ -18,7 +18,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
 from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
@@ -109,11 +109,22 @@ def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
 
 
 class Policy(Protocol):
+    """`k_for` picks a request's k when it is admitted (per dispatch). A policy whose `mode` is "per-step" also
+    answers `step_k` at every engine step for each running request not pinned at dispatch (`k_for` returning a
+    k with `pinned` set, e.g. an exploration request)."""
+
     name: str
+    mode: str
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int: ...
     def on_finish(self, obs: Observation, now: float) -> None: ...
     def on_tick(self, now: float, batch: float) -> None: ...
+
+
+class PerStep(Protocol):
+    def step_k(self, route: str, now: float, batch: int) -> int | None:
+        """k for this step, or None to keep the request's dispatch k."""
+        ...
 
 
 @dataclass
@@ -127,6 +138,11 @@ class _Req:
     tokens: int = 0
     first_at: float | None = None
     hist: list[int] = field(default_factory=list)
+    # Per-step mode: a request whose k was fixed at dispatch (exploration), and histograms by the k each step
+    # drafted at.
+    pinned: bool = False
+    by_k: dict[int, list[int]] = field(default_factory=dict)
+    drafted: int = 0
 
 
 @dataclass
@@ -194,24 +210,29 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             arrived, route = waiting.popleft()
             target = 1 + int(rng.expovariate(1.0 / routes[route].mean_output))
             k = min(scenario.max_k, max(0, policy.k_for(route, now, len(running), rng)))
-            running.append(_Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1)))
+            pinned = bool(getattr(policy, "pinned", False))
+            running.append(_Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1), pinned=pinned))
         if not running:
             now = arrivals[0][0] if arrivals else scenario.duration_s
             continue
         b = len(running)
-        kbar = sum(r.k for r in running) / b
-        kmax = max(r.k for r in running)
+        ks = _step_ks(policy, running, now, b, scenario.max_k)
+        kbar = sum(ks) / b
+        kmax = max(ks)
         step = step_fn(b, kbar, kmax) * math.exp(rng.gauss(0, scenario.noise))
         now += step
         result.busy_s += step
         still: list[_Req] = []
-        for r in running:
+        for r, k in zip(running, ks, strict=True):
             alpha = routes[r.route].alpha_at(now)
             accepted = 0
-            while accepted < r.k and rng.random() < alpha:
+            while accepted < k and rng.random() < alpha:
                 accepted += 1
-            if r.k:
-                r.hist[accepted] += 1
+            if k:
+                r.drafted += k
+                if k == r.k:
+                    r.hist[accepted] += 1
+                r.by_k.setdefault(k, [0] * (k + 1))[accepted] += 1
             made = min(accepted + 1, r.target - r.tokens)
             r.tokens += made
             result.tokens += made
@@ -236,6 +257,17 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
     return result
 
 
+def _step_ks(policy: Policy, running: Sequence[_Req], now: float, batch: int, max_k: int) -> list[int]:
+    if policy.mode != "per-step":
+        return [r.k for r in running]
+    step_k = policy.step_k  # type: ignore[attr-defined]  # per-step policies implement PerStep
+    out = []
+    for r in running:
+        k = None if r.pinned else step_k(r.route, now, batch)
+        out.append(r.k if k is None else min(max_k, max(0, k)))
+    return out
+
+
 def _finish(r: _Req, now: float, policy: Policy, routes: Mapping[str, RouteScenario], result: SimResult) -> None:
     result.finished += 1
     decode = now - (r.first_at or now)
@@ -246,9 +278,15 @@ def _finish(r: _Req, now: float, policy: Policy, routes: Mapping[str, RouteScena
         if slo is not None:
             result.slo_total += 1
             result.slo_met += tpot <= slo
-    steps = sum(r.hist)
-    accepted = sum(j * n for j, n in enumerate(r.hist))
-    spec = SpecStats(r.k * steps, accepted, steps, tuple(r.hist) if r.k else ())
+    if policy.mode == "per-step":
+        steps = sum(sum(h) for h in r.by_k.values())
+        accepted = sum(j * n for h in r.by_k.values() for j, n in enumerate(h))
+        by_k = tuple(sorted((k, tuple(h)) for k, h in r.by_k.items()))
+        spec = SpecStats(r.drafted, accepted, steps, (), by_k)
+    else:
+        steps = sum(r.hist)
+        accepted = sum(j * n for j, n in enumerate(r.hist))
+        spec = SpecStats(r.k * steps, accepted, steps, tuple(r.hist) if r.k else ())
     policy.on_finish(
         Observation(
             r.route,
@@ -276,6 +314,7 @@ def _finish(r: _Req, now: float, policy: Policy, routes: Mapping[str, RouteScena
 class StaticK:
     k: int
     name: str = ""
+    mode: ClassVar[str] = "per-dispatch"
 
     def __post_init__(self) -> None:
         self.name = self.name or f"static-k{self.k}"
@@ -292,12 +331,22 @@ class StaticK:
 
 @dataclass
 class BatchTable(StaticK):
-    """vLLM-style static batch-size -> k table fixed at start-up."""
+    """vLLM dynamic speculative decoding: a static batch-size -> k table fixed at start-up, applied at every step
+    to the whole batch (`num_speculative_tokens_per_batch_size`). `table`: (largest batch, k) rows."""
 
+    mode: ClassVar[str] = "per-step"
     table: tuple[tuple[int, int], ...] = ((8, 4), (32, 2), (10**9, 0))
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        return self.step_k(route, now, max(1, batch))
+
+    def step_k(self, route: str, now: float, batch: int) -> int:
         return next(k for hi, k in self.table if batch <= hi)
+
+
+# The schedule vLLM's docs give for EAGLE-3 on Llama-3.1-8B (k=5 at batch 1-16, 4 at 17-32, 3 at 33-64, 1 at
+# 65-128, 0 from 129), capped by the scenario's max k.
+VLLM_DOCS_TABLE: tuple[tuple[int, int], ...] = ((16, 5), (32, 4), (64, 3), (128, 1), (10**9, 0))
 
 
 @dataclass
@@ -307,6 +356,7 @@ class Adaptive:
     scenario: Scenario
     settings: ControllerSettings = field(default_factory=ControllerSettings)
     name: str = "specgate"
+    mode: ClassVar[str] = "per-dispatch"
     ctl: SpeculationController = field(init=False)
 
     def __post_init__(self) -> None:
@@ -333,6 +383,7 @@ class Oracle:
 
     scenario: Scenario
     name: str = "oracle"
+    mode: ClassVar[str] = "per-dispatch"
     ks: dict[str, int] = field(default_factory=dict)
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
@@ -354,11 +405,87 @@ class Oracle:
 
 
 @dataclass
+class AdaptiveSchedule(Adaptive):
+    """specgate's two-level control: the controller's per-route schedules k_r(B), recomputed every tick from what
+    it measured, applied at every engine step at the live batch size (what the scheduler plugin does). An
+    exploration request keeps its explore k for its whole life."""
+
+    name: str = "specgate-schedule"
+    mode: ClassVar[str] = "per-step"
+    pinned: bool = False
+    schedules: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        d = self.ctl.table().routes[route]
+        self.pinned = d.explore_k is not None and rng.random() < d.explore_share
+        if self.pinned and d.explore_k is not None:
+            return d.explore_k
+        return self.step_k(route, now, max(1, batch + 1))
+
+    def step_k(self, route: str, now: float, batch: int) -> int:
+        schedule = self.schedules.get(route)
+        if schedule is None:
+            return self.ctl.table().k_for(route)
+        k = schedule[0][1]
+        for lo, value in schedule:
+            if lo > batch:
+                break
+            k = value
+        return k
+
+    def on_tick(self, now: float, batch: float) -> None:
+        super().on_tick(now, batch)
+        self.schedules = dict(self.ctl.schedules("sim")[0])
+
+
+@dataclass
+class OraclePerStep:
+    """Clairvoyant upper bound: true acceptance and true step time, the joint goodput argmax at every step's
+    batch size."""
+
+    scenario: Scenario
+    name: str = "oracle-per-step"
+    mode: ClassVar[str] = "per-step"
+    _cache: dict[tuple[int, int], dict[str, int]] = field(default_factory=dict)
+
+    def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
+        return self.step_k(route, now, max(1, batch + 1))
+
+    def step_k(self, route: str, now: float, batch: int) -> int:
+        key = (batch, int(now))  # acceptance moves slowly: one answer per batch size and second
+        ks = self._cache.get(key)
+        if ks is None:
+            step = STEP_PROFILES[self.scenario.profile]
+            states = []
+            for r in self.scenario.routes:
+                a = r.alpha_at(now)
+                lengths = tuple(sum(a**i for i in range(k + 1)) for k in range(self.scenario.max_k + 1))
+                states.append(RouteState(r.name, r.share, 0, self.scenario.max_k, lengths, r.tpot_slo_s))
+            best = max(
+                (
+                    optimise(states, float(batch), step, start=s)
+                    for s in (None, {r.name: self.scenario.max_k for r in self.scenario.routes})
+                ),
+                key=lambda a: (-a.slo_violation, a.goodput),
+            )
+            ks = self._cache[key] = dict(best.ks)
+        return ks[route]
+
+    def on_finish(self, obs: Observation, now: float) -> None:
+        pass
+
+    def on_tick(self, now: float, batch: float) -> None:
+        if len(self._cache) > 50_000:
+            self._cache.clear()
+
+
+@dataclass
 class EmaTiers:
     """SGLang-style: EMA (w=0.2) of accepted length moves between k tiers with hysteresis."""
 
     tiers: tuple[int, ...] = (1, 2, 4)
     name: str = "sglang-ema-tiers"
+    mode: ClassVar[str] = "per-dispatch"
     ema: dict[str, float] = field(default_factory=dict)
     tier: dict[str, int] = field(default_factory=dict)
 
@@ -387,6 +514,7 @@ class PlusTwoMinusOne:
 
     max_k: int = 4
     name: str = "hf-heuristic"
+    mode: ClassVar[str] = "per-dispatch"
     k: dict[str, int] = field(default_factory=dict)
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
@@ -410,6 +538,7 @@ class OffGate:
     max_k: int = 4
     threshold: float = 0.3
     name: str = "trtllm-off-gate"
+    mode: ClassVar[str] = "per-dispatch"
     ratio: dict[str, float] = field(default_factory=dict)
     off: set[str] = field(default_factory=set)
 
@@ -434,6 +563,7 @@ class Ucb:
 
     max_k: int = 4
     name: str = "ucb-bandit"
+    mode: ClassVar[str] = "per-dispatch"
     n: dict[tuple[str, int], int] = field(default_factory=dict)
     mean: dict[tuple[str, int], float] = field(default_factory=dict)
 
@@ -469,6 +599,9 @@ def make_policy(name: str, scenario: Scenario) -> Policy:
         "specgate": lambda: Adaptive(scenario),
         "oracle": lambda: Oracle(scenario),
         "vllm-batch-table": lambda: BatchTable(0, "vllm-batch-table"),
+        "vllm-dsd-docs": lambda: BatchTable(0, "vllm-dsd-docs", VLLM_DOCS_TABLE),
+        "specgate-schedule": lambda: AdaptiveSchedule(scenario),
+        "oracle-per-step": lambda: OraclePerStep(scenario),
         "sglang-ema-tiers": lambda: EmaTiers(),
         "hf-heuristic": lambda: PlusTwoMinusOne(scenario.max_k),
         "trtllm-off-gate": lambda: OffGate(scenario.max_k),
@@ -483,10 +616,13 @@ def all_policies(scenario: Scenario) -> Sequence[str]:
     return [
         *(f"static-k{k}" for k in range(scenario.max_k + 1)),
         "vllm-batch-table",
+        "vllm-dsd-docs",
         "sglang-ema-tiers",
         "hf-heuristic",
         "trtllm-off-gate",
         "ucb-bandit",
         "specgate",
+        "specgate-schedule",
         "oracle",
+        "oracle-per-step",
     ]

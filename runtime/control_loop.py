@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from specgate.backends.pool import PoolSet
 from specgate.backends.webhooks import Alert
-from specgate.controllers.controller import with_undrafted_steps
+from specgate.controllers.controller import acceptance_evidence
 from specgate.controllers.decisions import DecisionTable
 from specgate.controllers.drift import DriftEvent, position_trials
 from specgate.controllers.observations import Observation, ObservationSink
@@ -171,7 +171,8 @@ class ControlLoop:
     def _watch_drift(self, obs: Observation) -> None:
         if self.drift is None or obs.spec is None or obs.k_applied <= 0:
             return
-        trials, passes = position_trials(with_undrafted_steps(obs), obs.k_applied)
+        groups = [position_trials(hist, k) for hist, k in acceptance_evidence(obs)]
+        trials, passes = sum(g[0] for g in groups), sum(g[1] for g in groups)
         event = self.drift.add(obs.route, trials, passes, self._break_even.get(obs.route))
         if event is not None:
             self._raise(event)

@@ -75,3 +75,29 @@ def test_headline_ranking_holds_with_margin() -> None:
     high = _inline(60.0, 0.5)
     assert _tpot(high, "static-k0") < 0.9 * _tpot(high, "static-k4")
     assert _tpot(low, "oracle") <= 1.02 * min(_tpot(low, f"static-k{k}") for k in range(5))
+
+
+def test_per_step_policies_learn_unbiased_acceptance_when_k_varies_by_step() -> None:
+    """Under per-step schedules a request drafts different k at different steps; judged against the drafts each
+    step really had (SpecStats.by_k), the learned acceptance stays the true one."""
+    scenario = scenario_from_dict(
+        {
+            "name": "varying",
+            "duration_s": 120,
+            "seed": 3,
+            "arrivals": [[40, 4.0], [80, 40.0], [120, 4.0]],
+            "routes": [{"name": "r", "share": 1.0, "alpha": 0.7, "mean_output": 120}],
+        }
+    )
+    policy = make_policy("specgate-schedule", scenario)
+    run(scenario, policy)
+    rates = policy.ctl.estimator("r", "sim").position_rates()  # type: ignore[attr-defined]  # AdaptiveSchedule
+    # a_i = P(first i drafts accepted) = 0.7^i for the simulated drafter
+    assert all(a is not None and abs(a - 0.7 ** (i + 1)) < 0.03 for i, a in enumerate(rates))
+    assert policy.schedules["r"][0] == (1, 4)  # type: ignore[attr-defined]  # alone, speculate fully
+
+
+def test_batch_table_applies_per_step() -> None:
+    table = make_policy("vllm-batch-table", _inline(1.0, 0.8))
+    assert table.mode == "per-step"
+    assert [table.step_k("r", 0.0, b) for b in (1, 8, 9, 32, 33)] == [4, 4, 2, 2, 0]  # type: ignore[attr-defined]
