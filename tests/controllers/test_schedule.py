@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from specgate.controllers.policy import RouteState, evaluate
@@ -58,8 +60,8 @@ def test_batch_table_is_one_k_per_size_and_covers_the_grid() -> None:
     routes = [RouteState("code", 0.5, 0, 4, lengths(0.9)), RouteState("chat", 0.5, 0, 4, lengths(0.3))]
     table = batch_table(routes, gpu_like, 4)
     assert table[0][0] == 1 and table[-1][1] == BATCH_GRID[-1]
-    assert all(a[1] + 1 == b[0] for a, b in zip(table, table[1:], strict=False))  # contiguous
-    assert all(a[2] != b[2] for a, b in zip(table, table[1:], strict=False))  # merged where k repeats
+    assert all(a[1] + 1 == b[0] for a, b in pairwise(table))  # contiguous
+    assert all(a[2] != b[2] for a, b in pairwise(table))  # merged where k repeats
     assert table[0][2] > 0 and table[-1][2] == 0
     # Route-blind: never better than the per-route schedules at the same batch size.
     s = route_schedules(routes, gpu_like)
@@ -76,4 +78,4 @@ def test_schedules_stay_within_bounds_for_any_acceptance(a: float, b: float, sha
     s = route_schedules(routes, gpu_like)
     assert all(0 <= k <= 4 for _, k in s["x"]) and all(1 <= k <= 3 for _, k in s["y"])
     assert s["x"][0][0] == 1 and s["y"][0][0] == 1
-    assert all(p[0] < q[0] for sched in s.values() for p, q in zip(sched, sched[1:], strict=False))
+    assert all(p[0] < q[0] for sched in s.values() for p, q in pairwise(sched))
