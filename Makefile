@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast lint fmt clean model
+.PHONY: venv demo test test-fast lint typecheck fmt clean model
 
 venv: $(STAMP)
 
@@ -26,9 +26,13 @@ test: venv
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow"
 
-lint: venv
+lint: venv typecheck
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# mypy over the whole `specgate` package ([tool.mypy] in pyproject.toml; why a script: tools/typecheck.py).
+typecheck: venv
+	$(PY) tools/typecheck.py
 
 fmt: venv
 	$(VENV)/bin/ruff check --fix .
@@ -39,4 +43,4 @@ model: venv
 	$(PY) tools/train_tiny_model.py --out models/specgate-tiny-llama --steps 600
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

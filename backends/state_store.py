@@ -262,7 +262,7 @@ class RedisStateStore(StateStore):
 
     async def write_leader_state(self, lease: str, table: bytes, status: bytes, decisions: list[bytes]) -> bool:
         keys = [self._k["lease"], self._k["table"], self._k["status"], self._k["decisions"]]
-        args = [lease, table, status, self.config.decision_log_size, *decisions]
+        args: list[bytes | str | int] = [lease, table, status, self.config.decision_log_size, *decisions]
         return bool(await self._call(self._fenced(keys=keys, args=args)))
 
     async def read_table(self) -> bytes | None:

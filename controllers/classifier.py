@@ -100,12 +100,15 @@ class ClassifierModel:
     def _logits(self, feats: np.ndarray) -> np.ndarray:
         if feats.size == 0:
             return self.bias.astype(np.float64)
-        return np.take(self.weights, feats, axis=1).sum(axis=1) / math.sqrt(feats.size) + self.bias
+        # Annotated: numpy's stubs type arithmetic on arrays of unknown dtype as Any.
+        logits: np.ndarray = np.take(self.weights, feats, axis=1).sum(axis=1) / math.sqrt(feats.size) + self.bias
+        return logits
 
     def probabilities(self, text: str) -> np.ndarray:
         z = self._logits(self.features(text))
         z = np.exp(z - z.max())
-        return z / z.sum()
+        p: np.ndarray = z / z.sum()
+        return p
 
     def predict(self, text: str) -> tuple[str, float]:
         """The top label and its probability. Same numbers as `probabilities`, in plain Python: with a handful of

@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Observation", "ObservationSink", "SpecStats"]
+__all__ = ["Observation", "ObservationSink", "Source", "SpecStats"]
 
 # engine: vLLM's per-request speculation metrics; chunks: tokens per streamed chunk (a step emits one
 # chunk, so tokens/chunk estimates the acceptance length); none: nothing usable.

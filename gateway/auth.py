@@ -14,6 +14,7 @@ import hashlib
 import logging
 import math
 import time
+from typing import Protocol
 
 from specgate.backends.state_store import MemoryStateStore, StateStore, StoreUnavailable
 from specgate.runtime.metrics import GatewayMetrics
@@ -32,8 +33,12 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def presented_key(headers: dict[str, str] | object) -> str | None:
-    get = headers.get  # type: ignore[attr-defined]
+class _Headers(Protocol):
+    def get(self, key: str, /) -> str | None: ...
+
+
+def presented_key(headers: _Headers) -> str | None:
+    get = headers.get
     auth = get("authorization") or ""
     if auth[:7].lower() == "bearer ":
         return auth[7:].strip() or None
@@ -49,7 +54,7 @@ class Authenticator:
         # sha256 -> (tenant or None, expiry): keys added in Redis are found without a round trip per request.
         self._cache: dict[str, tuple[str | None, float]] = {}
 
-    async def tenant(self, headers: object) -> str | None:
+    async def tenant(self, headers: _Headers) -> str | None:
         """The caller's tenant; None for anonymous calls when keys are optional. Raises Unauthorized (401)."""
         key = presented_key(headers)
         if key is None:
@@ -98,7 +103,7 @@ class RateLimiter:
     async def admit(self, tenant: str | None) -> dict[str, str]:
         """Count one request; returns the x-ratelimit-* headers, or raises RateLimited (429, Retry-After)."""
         limits = self._limits.get(tenant) if tenant else None
-        if limits is None:
+        if limits is None or tenant is None:
             return {}
         headers: dict[str, str] = {}
         if limits.requests_per_min is not None:

@@ -277,7 +277,7 @@ class GenerationHandler:
             gw.release(admitted)
             if client_span is not None:
                 failed = str(status) if status >= 400 else None
-                gw.tracing.end_client(client_span, endpoint or None, seen[0] if seen else None, error=failed)
+                gw.tracing.end_client(client_span, endpoint, seen[0] if seen else None, error=failed)
             gw.tracing.end_server(server_span, status)
             route = plan.route if plan else "none"
             gw.finish(api, plan.pool.name if plan else "none", status, stream, started, rid, endpoint, route)

@@ -269,8 +269,8 @@ def verdict(policies: dict[str, dict[str, Any]]) -> dict[str, Any]:
     if "adaptive" in policies and statics:
         per_phase: dict[str, float | None] = {}
         for phase, row in policies["adaptive"].items():
-            figures = [policies[s][phase]["mean_tpot_ms"] for s in statics if phase in policies[s]]
-            known_static = [f for f in figures if f is not None]
+            static_figures = [policies[s][phase]["mean_tpot_ms"] for s in statics if phase in policies[s]]
+            known_static = [f for f in static_figures if f is not None]
             mine = row["mean_tpot_ms"]
             per_phase[phase] = round(mine / min(known_static), 3) if known_static and mine is not None else None
         out["adaptive_compared_with"] = statics

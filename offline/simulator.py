@@ -114,7 +114,7 @@ class Policy(Protocol):
     k with `pinned` set, e.g. an exploration request)."""
 
     name: str
-    mode: str
+    mode: ClassVar[str]
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int: ...
     def on_finish(self, obs: Observation, now: float) -> None: ...
@@ -245,10 +245,10 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         running = still
         if now >= next_tick:
             policy.on_tick(now, len(running) + len(waiting) * 0 + 1)
-            ks = {name: policy.k_for(name, now, len(running), random.Random(0)) for name in names}
-            result.switches += sum(1 for n in names if n in last_k and last_k[n] != ks[n])
-            last_k = ks
-            result.k_trace.append((round(now, 2), ks))
+            tick_ks = {name: policy.k_for(name, now, len(running), random.Random(0)) for name in names}
+            result.switches += sum(1 for n in names if n in last_k and last_k[n] != tick_ks[n])
+            last_k = tick_ks
+            result.k_trace.append((round(now, 2), tick_ks))
             fresh = result.tpots[finished_at_tick:]
             finished_at_tick = len(result.tpots)
             alphas = {n: round(routes[n].alpha_at(now), 4) for n in names}

@@ -51,7 +51,7 @@ def load_model(path: str | Path | Traversable) -> ClassifierModel:
 def save_model(model: ClassifierModel, path: str | Path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
-        np.savez_compressed(f, **model.to_arrays())
+        np.savez_compressed(f, **model.to_arrays())  # type: ignore[arg-type]  # numpy's stubs take **arrays for allow_pickle
 
 
 def load_labelled(path: str | Path) -> tuple[list[str], list[str]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import orjson
 from specgate.backends.vllm_response import is_usage_event, parse_spec_metrics, parse_usage
-from specgate.controllers.observations import Observation, SpecStats
+from specgate.controllers.observations import Observation, Source, SpecStats
 from specgate.runtime.dispatch import Plan
 
 from specgate.sse import DONE, encode_event, event_data
@@ -107,7 +107,7 @@ class StreamObserver:
 
     def _observation(self) -> Observation:
         prompt, completion = self.usage
-        source = "engine" if self.spec is not None else "none"
+        source: Source = "engine" if self.spec is not None else "none"
         decode = self.last_at - self.first_at if self.first_at and self.last_at else None
         return Observation(
             route=self.plan.route,
@@ -117,7 +117,7 @@ class StreamObserver:
             source=source,
             spec=self.spec,
             prompt_tokens=prompt,
-            completion_tokens=completion,  # type: ignore[arg-type]
+            completion_tokens=completion,
             ttft_s=(self.first_at - self.started) if self.first_at else None,
             decode_s=decode,
             batch_at_dispatch=self.batch,

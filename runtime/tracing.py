@@ -70,7 +70,7 @@ class Tracing:
     def server_span(self, method: str, path: str, headers: Mapping[str, str]) -> Span | None:
         if not self.enabled:
             return None
-        parent = _PROPAGATOR.extract(headers, getter=default_getter)  # type: ignore[arg-type]
+        parent = _PROPAGATOR.extract(headers, getter=default_getter)
         return self._tracer.start_span(
             f"{method} {path}",
             context=parent,
