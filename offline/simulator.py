@@ -244,7 +244,8 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
                 still.append(r)
         running = still
         if now >= next_tick:
-            policy.on_tick(now, len(running) + len(waiting) * 0 + 1)
+            # The controller sees what the gateway sees: requests running (plus the one being dispatched).
+            policy.on_tick(now, len(running) + 1)
             tick_ks = {name: policy.k_for(name, now, len(running), random.Random(0)) for name in names}
             result.switches += sum(1 for n in names if n in last_k and last_k[n] != tick_ks[n])
             last_k = tick_ks
