@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import httpx
 from specgate.backends.pool import Endpoint, PoolSet
@@ -55,11 +55,11 @@ class EndpointMonitor:
         self._tasks = []
         await self._client.aclose()
 
-    async def _loop(self, fn: Callable[[], object], interval: float) -> None:
+    async def _loop(self, fn: Callable[[], Awaitable[None]], interval: float) -> None:
         while True:
             await asyncio.sleep(interval)
             try:
-                await fn()  # type: ignore[misc]
+                await fn()
             except Exception:  # pragma: no cover - defensive; each check handles its own errors
                 log.exception("monitor round failed")
 

@@ -66,7 +66,7 @@ class _Connection(asyncio.Protocol):
     # -- protocol callbacks (event loop) --
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # a socket connection always gives a Transport
 
     def data_received(self, data: bytes) -> None:
         if self.origin.is_idle(self):

@@ -39,9 +39,9 @@ def parse_spec_metrics(obj: Any) -> SpecStats | None:
     raw_hist = sd.get("acceptance_histogram")
     hist: tuple[int, ...] = ()
     if isinstance(raw_hist, list):
-        counts = [_count(v) for v in raw_hist]
-        if all(c is not None for c in counts) and sum(counts) == steps:  # type: ignore[arg-type]
-            hist = tuple(counts)  # type: ignore[arg-type]
+        counts = [c for c in map(_count, raw_hist) if c is not None]
+        if len(counts) == len(raw_hist) and sum(counts) == steps:
+            hist = tuple(counts)
     return SpecStats(drafted, accepted, steps, hist)
 
 

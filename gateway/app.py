@@ -339,7 +339,7 @@ def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None)
     app.generation = GenerationHandler(gw)
     for path, api in PATHS.items():
         app.router.routes.append(Route(path, _GenerationRoute(app.generation, api), methods=["POST"]))
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]  # FastAPI's documented way to extend the schema
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:

@@ -266,15 +266,7 @@ def test_malformed_cap_sent_straight_to_engine_is_ignored_not_fatal(bad: object,
     """A cap the plugin cannot read is ignored (the engine's own k applies), counted, and never fails a request."""
     uncapped = _drafted(engine, None)
     assert uncapped > 0
-    if isinstance(bad, list):
-        # vLLM itself refuses some shapes before the plugin sees them; the engine stays up.
-        body = {"model": MODEL, "prompt": COPY_PROMPT, "max_tokens": 12, "vllm_xargs": {"num_speculative_tokens": bad}}
-        r = httpx.post(f"{engine.url}/v1/completions", json=body, timeout=60)
-        assert r.status_code in (200, 400)
-        if r.status_code == 200:
-            assert r.json()["metrics"]["speculative_decoding"]["num_draft_tokens"] == uncapped
-    else:
-        assert _drafted(engine, {"num_speculative_tokens": bad}) == uncapped
+    assert _drafted(engine, {"num_speculative_tokens": bad}) == uncapped
     assert httpx.get(f"{engine.url}/health", timeout=10).status_code == 200
     assert _drafted(engine, {"num_speculative_tokens": 0}) == 0  # caps still work after it
 

@@ -100,4 +100,4 @@ def test_per_step_policies_learn_unbiased_acceptance_when_k_varies_by_step() -> 
 def test_batch_table_applies_per_step() -> None:
     table = make_policy("vllm-batch-table", _inline(1.0, 0.8))
     assert table.mode == "per-step"
-    assert [table.step_k("r", 0.0, b) for b in (1, 8, 9, 32, 33)] == [4, 4, 2, 2, 0]  # type: ignore[attr-defined]
+    assert [table.step_k("r", 0.0, b) for b in (1, 8, 9, 32, 33)] == [4, 4, 2, 2, 0]  # type: ignore[attr-defined]  # BatchTable
