@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
-from specgate.controllers.cost_model import StepCostModel, StepSample
+from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS, StepCostModel, StepSample
 
 
 def true_step(b: float, kbar: float, kmax: float) -> float:
@@ -75,3 +76,119 @@ def test_one_operating_point_fits_there_and_stays_sane_elsewhere() -> None:
         assert 0 < value < 20 * prior.predict(b, k, k)
     # More load still costs more, fewer drafts still cost less: the fit keeps the surface's direction.
     assert model.predict(128, 2, 2) > model.predict(32, 2, 2) > model.predict(32, 0, 0)
+
+
+# The tests below were written against survivors of a mutation run (docs/mutation.md).
+
+
+def test_before_any_data_predictions_are_the_prior_formula() -> None:
+    """T = t0 + t1 * max(0, B * (1 + c * kbar) - knee) + t3 * kmax with each named prior's knee and draft cost c."""
+    for name in ("gpu", "cpu"):
+        t0, t1, t3 = PRIORS[name]
+        knee, c = KNEES[name], DRAFT_COSTS[name]
+        model = StepCostModel(name)
+        for b, kbar, kmax in [(1, 0, 0), (8, 2, 4), (40, 1.5, 2), (200, 3, 4)]:
+            expected = t0 + t1 * max(0.0, b * (1 + c * kbar) - knee) + t3 * kmax
+            assert model.predict(b, kbar, kmax) == pytest.approx(expected, rel=1e-9)
+    assert StepCostModel().predict(40, 1.5, 2) == StepCostModel("gpu").predict(40, 1.5, 2)  # the default prior
+
+
+def test_a_tuple_prior_has_no_knee_and_full_draft_cost_unless_told() -> None:
+    plain = StepCostModel((0.01, 0.001, 0.002))
+    assert plain.predict(8, 2, 3) == pytest.approx(0.01 + 0.001 * 8 * (1 + 2) + 0.002 * 3, rel=1e-9)
+    shaped = StepCostModel((0.01, 0.001, 0.002), knee=8.0, draft_cost=0.5)
+    assert shaped.predict(8, 2, 3) == pytest.approx(0.01 + 0.001 * (8 * (1 + 0.5 * 2) - 8) + 0.002 * 3, rel=1e-9)
+
+
+def test_samples_on_the_priors_own_surface_leave_it_unchanged() -> None:
+    """Noise-free samples of the prior's surface, below and above the knee, with kbar != kmax (a mix of routes):
+    the data agree with the prior, so the fit must not move, and it fits them exactly."""
+    shape = {"knee": 16.0, "draft_cost": 0.5}
+    truth = StepCostModel((0.01, 0.001, 0.002), **shape)
+    model = StepCostModel((0.01, 0.001, 0.002), **shape)
+    rng = random.Random(5)
+    for _ in range(200):
+        b, kmax = rng.randint(1, 48), rng.choice([0, 2, 4])
+        kbar = kmax * rng.random()
+        model.update(StepSample(b, kbar, kmax, truth.predict(b, kbar, kmax)))
+    for b, kbar, kmax in [(1, 0, 0), (4, 1, 2), (16, 0.5, 4), (48, 3, 4)]:
+        assert model.predict(b, kbar, kmax) == pytest.approx(truth.predict(b, kbar, kmax), rel=1e-6)
+    assert model.fit_quality > 0.999
+
+
+def test_the_fit_does_not_depend_on_the_unit_of_time() -> None:
+    """The same engine timed in seconds and in milliseconds: each coefficient is pulled toward the prior in its own
+    units and samples are weighed by relative error, so every prediction scales by exactly 1000."""
+    s = StepCostModel("gpu")
+    ms = StepCostModel(tuple(1000 * v for v in PRIORS["gpu"]), knee=KNEES["gpu"], draft_cost=DRAFT_COSTS["gpu"])
+    rng = random.Random(7)
+    for _ in range(300):
+        b, k = rng.randint(1, 96), rng.randint(0, 4)
+        t = (0.015 + 0.0003 * max(0.0, b * (1 + k) - 64)) * rng.uniform(0.8, 1.2)
+        s.update(StepSample(b, k, k, t))
+        ms.update(StepSample(b, k, k, 1000 * t))
+    for b, k in [(1, 0), (32, 2), (96, 4)]:
+        assert ms.predict(b, k, k) == pytest.approx(1000 * s.predict(b, k, k), rel=1e-6)
+    assert ms.fit_quality == pytest.approx(s.fit_quality, abs=1e-6)
+
+
+def test_only_the_last_window_of_samples_counts() -> None:
+    model = StepCostModel("gpu", window=100, half_life_samples=1e9)  # no recency weighting: the window alone
+    for _ in range(1000):
+        model.update(StepSample(32, 2, 2, 0.03))
+    for _ in range(100):
+        model.update(StepSample(32, 2, 2, 0.06))
+    assert model.samples == 1100
+    assert model.predict(32, 2, 2) > 0.05  # the last 100 (0.06), not the 1000 before them (0.03)
+
+
+def test_recent_samples_weigh_more_in_the_fit_and_its_quality() -> None:
+    model = StepCostModel("gpu", half_life_samples=50)
+    rng = random.Random(9)
+    for _ in range(500):  # an old regime, noisy: +-50% around 30 ms
+        model.update(StepSample(32, 2, 2, 0.03 * rng.uniform(0.5, 1.5)))
+    for _ in range(500):  # ten half-lives of a clean new one
+        model.update(StepSample(32, 2, 2, 0.06))
+    assert model.predict(32, 2, 2) > 0.05
+    assert model.fit_quality > 0.8  # judged on what the fit now follows, not on the forgotten noise
+
+
+def test_fit_quality_is_one_minus_the_relative_rms_error() -> None:
+    """Two operating points: one timed exactly, one +-30% around its mean, so the relative errors differ in size
+    and the points differ 10x in step time: quality is 1 - RMS of (prediction / sample - 1) over the samples."""
+    model = StepCostModel("gpu", half_life_samples=1e9)
+    samples = []
+    for i in range(400):
+        s = StepSample(1, 0, 0, 0.012) if i % 2 else StepSample(200, 2, 2, 0.2 * (1.3 if i % 4 else 0.7))
+        samples.append(s)
+        model.update(s)
+    rel = [model.predict(s.batch, s.kbar, s.kmax) / s.step_s - 1 for s in samples]
+    expected = 1 - math.sqrt(sum(r * r for r in rel) / len(rel))
+    assert 0.5 < expected < 0.95  # the case is informative: neither a perfect fit nor a useless one
+    assert model.fit_quality == pytest.approx(expected, abs=1e-3)
+
+
+def test_an_unsolvable_fit_keeps_the_prior_and_claims_no_quality() -> None:
+    # No ridge (prior_weight 0) and samples that excite the intercept only (below the knee, kmax 0): the normal
+    # equations are singular.
+    model = StepCostModel("gpu", prior_weight=0.0)
+    for _ in range(10):
+        model.update(StepSample(1, 0, 0, 0.02))
+    assert model.predict(8, 2, 2) == StepCostModel("gpu").predict(8, 2, 2)
+    assert model.fit_quality == 0.0
+
+
+def test_predictions_never_fall_below_a_quarter_of_the_prior_intercept() -> None:
+    model = StepCostModel("gpu")
+    for _ in range(500):
+        model.update(StepSample(1, 0, 0, 1e-6))  # absurdly fast steps pull the fit toward zero
+    assert model.predict(1, 0, 0) == pytest.approx(0.25 * PRIORS["gpu"][0])
+
+
+def test_sample_validation_edges() -> None:
+    model = StepCostModel("gpu")
+    model.update(StepSample(4, 2, 2, 0.0))  # a step takes time
+    assert model.samples == 0
+    model.update(StepSample(1, 0, 0, 0.01))  # a batch of one is a real step
+    model.update(StepSample(1, 0, 0, 0.01))
+    assert model.samples == 2

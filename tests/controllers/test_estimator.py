@@ -97,3 +97,69 @@ def test_wilson_lower() -> None:
     assert wilson_lower(0, 0, 1.28) == 0.0
     assert 0.7 < wilson_lower(80, 100, 1.28) < 0.8
     assert wilson_lower(800, 1000, 1.28) > wilson_lower(80, 100, 1.28)
+
+
+# The tests below were written against survivors of a mutation run (docs/mutation.md).
+
+
+def test_wilson_lower_matches_textbook_values() -> None:
+    # 95% Wilson score intervals (z = 1.96): 8 of 10 -> [0.490, 0.943], 1 of 1 -> [0.207, 1].
+    assert wilson_lower(8, 10, 1.96) == pytest.approx(0.4902, abs=5e-4)
+    assert wilson_lower(1, 1, 1.96) == pytest.approx(0.2065, abs=5e-4)
+    # more passes than trials (rounding after decay) reads as all passed
+    assert wilson_lower(12, 10, 1.96) == wilson_lower(10, 10, 1.96)
+
+
+def test_a_single_verify_step_is_evidence() -> None:
+    est = AcceptanceEstimator(4)
+    est.observe((0, 1), 1, 0.0)
+    assert est.evidence(1) == 1 and est.alpha(1) == 1.0
+    lower = est.alpha(1, pessimistic=True)
+    assert lower is not None and 0.0 < lower < 0.5
+
+
+def test_positions_outside_the_estimator_have_no_evidence() -> None:
+    est = AcceptanceEstimator(2)
+    est.observe((1, 2, 3), 2, 0.0)
+    for position in (-1, 0, 3):
+        assert est.evidence(position) == 0.0 and est.alpha(position) is None
+
+
+def test_histogram_slots_above_the_requests_k_teach_nothing() -> None:
+    # The engine's histogram has a slot per draft it could run (4 here); a request capped at k = 2 fills 0..2 only.
+    est = AcceptanceEstimator(4)
+    est.observe((2, 3, 5, 0, 0), 2, 0.0)
+    assert est.alpha(1) == pytest.approx(8 / 10) and est.alpha(2) == pytest.approx(5 / 8)
+    assert est.alpha(3) is None and est.evidence(3) == 0
+
+
+def test_a_histogram_longer_than_the_estimator_tracks() -> None:
+    est = AcceptanceEstimator(2)
+    est.observe((1, 1, 1, 1, 6), 4, 0.0)  # ran at k = 4; the estimator keeps positions 1..2
+    assert est.alpha(1) == pytest.approx(9 / 10) and est.alpha(2) == pytest.approx(8 / 9)
+
+
+def test_position_rates_are_the_cumulative_products() -> None:
+    est = AcceptanceEstimator(3)
+    est.observe((2, 2, 2, 2), 3, 0.0)  # conditional acceptance 6/8, 4/6, 2/4
+    assert est.position_rates() == pytest.approx([0.75, 0.5, 0.25])
+
+
+def test_max_k_zero_is_a_route_that_never_drafts() -> None:
+    est = AcceptanceEstimator(0)
+    est.observe((3, 4), 1, 0.0)
+    assert est.expected_length(4) == 1.0 and est.position_rates() == []
+    with pytest.raises(ValueError, match="max_k must be >= 0"):
+        AcceptanceEstimator(-1)
+
+
+def test_evidence_halves_every_half_life() -> None:
+    est = AcceptanceEstimator(2, half_life_s=0.5)
+    est.observe((0, 0, 8), 2, 10.0)
+    est.decay_to(11.0)  # two half-lives
+    assert est.evidence(1) == pytest.approx(2.0) and est.alpha(1) == pytest.approx(1.0)
+    # a half-life of 0 turns forgetting off (and divides by nothing)
+    keep = AcceptanceEstimator(2, half_life_s=0.0)
+    keep.observe((0, 0, 8), 2, 10.0)
+    keep.decay_to(1e6)
+    assert keep.evidence(1) == 8
