@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from specgate.backends.spec_cap import k_at
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
 from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
 from specgate.controllers.observations import Observation, SpecStats
@@ -378,6 +379,16 @@ class Adaptive:
         self.ctl.tick(now, {"sim": batch})
 
 
+def _true_states(scenario: Scenario, now: float) -> list[RouteState]:
+    """The routes as a clairvoyant sees them at `now`: true acceptance (i.i.d. per position) and shares."""
+    states = []
+    for r in scenario.routes:
+        a = r.alpha_at(now)
+        lengths = tuple(sum(a**i for i in range(k + 1)) for k in range(scenario.max_k + 1))
+        states.append(RouteState(r.name, r.share, 0, scenario.max_k, lengths, r.tpot_slo_s))
+    return states
+
+
 @dataclass
 class Oracle:
     """Clairvoyant: true acceptance and true step time, the same goodput argmax, every tick."""
@@ -396,13 +407,8 @@ class Oracle:
         pass
 
     def on_tick(self, now: float, batch: float) -> None:
-        step = STEP_PROFILES[self.scenario.profile]
-        states = []
-        for r in self.scenario.routes:
-            a = r.alpha_at(now)
-            lengths = tuple(sum(a**i for i in range(k + 1)) for k in range(self.scenario.max_k + 1))
-            states.append(RouteState(r.name, r.share, 0, self.scenario.max_k, lengths, r.tpot_slo_s))
-        self.ks = dict(optimise(states, max(1.0, batch), step).ks)
+        states = _true_states(self.scenario, now)
+        self.ks = dict(optimise(states, max(1.0, batch), STEP_PROFILES[self.scenario.profile]).ks)
 
 
 @dataclass
@@ -425,14 +431,7 @@ class AdaptiveSchedule(Adaptive):
 
     def step_k(self, route: str, now: float, batch: int) -> int:
         schedule = self.schedules.get(route)
-        if schedule is None:
-            return self.ctl.table().k_for(route)
-        k = schedule[0][1]
-        for lo, value in schedule:
-            if lo > batch:
-                break
-            k = value
-        return k
+        return self.ctl.table().k_for(route) if schedule is None else k_at(schedule, batch)
 
     def on_tick(self, now: float, batch: float) -> None:
         super().on_tick(now, batch)
@@ -457,11 +456,7 @@ class OraclePerStep:
         ks = self._cache.get(key)
         if ks is None:
             step = STEP_PROFILES[self.scenario.profile]
-            states = []
-            for r in self.scenario.routes:
-                a = r.alpha_at(now)
-                lengths = tuple(sum(a**i for i in range(k + 1)) for k in range(self.scenario.max_k + 1))
-                states.append(RouteState(r.name, r.share, 0, self.scenario.max_k, lengths, r.tpot_slo_s))
+            states = _true_states(self.scenario, now)
             best = max(
                 (
                     optimise(states, float(batch), step, start=s)
