@@ -148,3 +148,48 @@ def test_route_header_needs_permission() -> None:
 
     with pytest.raises(InvalidRequest):
         d.choose_route(req, {"x-specgate-route": "nope"})
+
+
+def _config_with_code_route(tmp_path: Path, classifier: dict[str, object]) -> Path:
+    path = tmp_path / "cfg.yaml"
+    path.write_text(
+        orjson.dumps(
+            {
+                "pools": [{"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}],
+                "routing": {"routes": [{"name": "code", "match": [{"classes": ["code"]}]}]},
+                "classifier": classifier,
+            }
+        ).decode()
+    )
+    return path
+
+
+def test_routes_on_labels_need_a_loadable_model_at_start_up(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(ClassifierLoadError, match=r"route rules use classifier labels \(code\)"):
+        RequestClassifier(ClassifierConfig(model_path=str(bad)), GatewayMetrics(), frozenset({"code"}))
+    with pytest.raises(ClassifierLoadError, match="does not have: nonsense"):
+        RequestClassifier(ClassifierConfig(), GatewayMetrics(), frozenset({"code", "nonsense"}))
+    ok = RequestClassifier(ClassifierConfig(), GatewayMetrics(), frozenset({"code"}))
+    assert ok.model is not None and ok({"prompt": "def f(x):\n    return x"}) == "code"
+
+
+def test_check_config_reports_a_classifier_the_routes_cannot_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    assert main(["check-config", str(_config_with_code_route(tmp_path, {"model_path": str(bad)}))]) == 1
+    assert "route rules use classifier labels (code)" in capsys.readouterr().out
+    assert main(["check-config", str(_config_with_code_route(tmp_path, {"enabled": False}))]) == 1
+    assert "classifier.enabled is false but route rules use `classes`" in capsys.readouterr().out
+    assert main(["check-config", str(_config_with_code_route(tmp_path, {}))]) == 0
+
+
+def test_serve_refuses_to_start_without_the_model_its_routes_need(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "--config", str(_config_with_code_route(tmp_path, {"model_path": str(bad)})), "--port", "1"])
+    assert exit_info.value.code == 2
