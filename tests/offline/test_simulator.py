@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 import yaml
-from specgate.offline.simulator import all_policies, make_policy, run, scenario_from_dict
+from specgate.offline.simulator import STEP_PROFILES, all_policies, make_policy, run, scenario_from_dict
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
 
@@ -101,3 +102,34 @@ def test_batch_table_applies_per_step() -> None:
     table = make_policy("vllm-batch-table", _inline(1.0, 0.8))
     assert table.mode == "per-step"
     assert [table.step_k("r", 0.0, b) for b in (1, 8, 9, 32, 33)] == [4, 4, 2, 2, 0]  # type: ignore[attr-defined]  # BatchTable
+
+
+def test_published_acceptance_lengths_are_reproduced() -> None:
+    """A route given published acceptance lengths (Maverick EAGLE-3, coding) accepts so that E[L(k)] matches them."""
+    published = [1.83, 2.45, 2.94, 3.26, 3.47, 3.57, 3.62]
+    scenario = scenario_from_dict(
+        {
+            "name": "published",
+            "duration_s": 30,
+            "arrivals": [[30, 1.0]],
+            "max_k": 7,
+            "routes": [{"name": "coding", "acceptance_lengths": published}],
+        }
+    )
+    (route,) = scenario.routes
+    assert route.lengths_at(0.0, 7)[1:] == pytest.approx(published, abs=1e-9)
+    rng = random.Random(5)
+    steps, tokens = 20_000, 0
+    for _ in range(steps):
+        accepted = 0
+        while accepted < 4 and rng.random() < route.accept_prob(accepted + 1, 0.0):
+            accepted += 1
+        tokens += accepted + 1
+    assert tokens / steps == pytest.approx(published[3], rel=0.02)
+
+
+def test_published_h100_profile_is_memory_bound_at_small_batch() -> None:
+    step = STEP_PROFILES["h100-llama8b-eagle"]
+    assert step(1, 0, 0) * 1000 == pytest.approx(1.207 + 5.886 + 0.021 + 0.040, abs=0.01)  # the published terms
+    assert step(1, 4, 4) / step(1, 0, 0) < 1.35  # drafting and 4 extra tokens cost little alone
+    assert step(64, 4, 4) / step(64, 0, 0) > step(1, 4, 4) / step(1, 0, 0)  # and more under load
