@@ -275,9 +275,9 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         result.busy_s += step
         still: list[_Req] = []
         for r, k in zip(running, ks, strict=True):
-            route = routes[r.route]
+            profile = routes[r.route]
             accepted = 0
-            while accepted < k and rng.random() < route.accept_prob(accepted + 1, now):
+            while accepted < k and rng.random() < profile.accept_prob(accepted + 1, now):
                 accepted += 1
             if k:
                 r.drafted += k
