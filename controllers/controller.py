@@ -24,12 +24,27 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from specgate.controllers.cost_model import StepCostModel, StepSample
-from specgate.controllers.decisions import DecisionTable, RouteDecision
+from specgate.controllers.cost_model import StepCostModel, StepSample, stacked_predictor
+from specgate.controllers.decisions import DecisionTable, RouteDecision, schedule_k
 from specgate.controllers.estimator import AcceptanceEstimator
+from specgate.controllers.kv_pressure import KvPressure, KvReading
 from specgate.controllers.observations import Observation
-from specgate.controllers.policy import Assignment, RouteState, break_even_acceptance, evaluate, optimise
-from specgate.controllers.schedule import Schedule, batch_table, route_schedules
+from specgate.controllers.policy import (
+    RouteState,
+    StepTime,
+    break_even_acceptance,
+    evaluate,
+)
+from specgate.controllers.schedule import (
+    BATCH_GRID,
+    PoolProblem,
+    Schedule,
+    batch_table,
+    compress,
+    pool_schedules,
+    route_schedules,
+)
+from specgate.controllers.step_evidence import interval_sample
 
 __all__ = ["ControllerSettings", "DecisionRecord", "PoolSpec", "RouteSpec", "SpeculationController"]
 
@@ -49,8 +64,22 @@ class ControllerSettings:
     # Until a route has this much evidence (verify steps at position 1), it explores at a higher share.
     cold_start_steps: float = 200.0
     cold_start_share: float = 0.25
+    # Trials per draft position a route borrows from its pool's acceptance (the engines' own counters, all routes
+    # together), so a new route starts where its pool is instead of at k = 0. 0 (the default): no loan; it measured
+    # neutral in the simulator and is one suspect of the real-engine runs 12-14 (docs/controller.md).
+    prior_weight: float = 0.0
+    # Charge drafts per step at the route's proposal rate q (controllers/estimator.py); False: k on every step.
+    proposal_rate: bool = True
     # False: k stays as configured (engine max within bounds); only pins and the kill switch act.
     adaptive: bool = True
+    # KV pressure (controllers/kv_pressure.py), off by default: measured in the simulator, capping k under a full
+    # cache cost more than it saved (speculation shortens requests, which frees their KV sooner). Cache use that caps
+    # k, use below which the cap recovers and how long it must stay below first, drafts' largest share of the cache.
+    kv_cap: bool = False
+    kv_high: float = 0.90
+    kv_low: float = 0.75
+    kv_recover_s: float = 30.0
+    kv_draft_share: float = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +124,28 @@ class DecisionRecord:
         }
 
 
+def encode(schedule: Schedule) -> str:
+    """`((1, 4), (24, 2))` -> `"1:4,24:2"`, the form the scheduler plugin reads (backends/spec_cap.py)."""
+    return ",".join(f"{lo}:{k}" for lo, k in schedule)
+
+
+def _bounded(old: Schedule, new: Schedule, max_step: int) -> Schedule:
+    """`new`, moved at most `max_step` from `old` at each batch size of the grid."""
+    points = []
+    for b in BATCH_GRID:
+        before = schedule_k(old, b)
+        points.append((b, before + max(-max_step, min(max_step, schedule_k(new, b) - before))))
+    return compress(points)
+
+
+def _capped(schedule: Schedule, cap: int) -> Schedule:
+    return compress([(lo, min(k, cap)) for lo, k in schedule])
+
+
+def _clamped(schedule: Schedule, batch: int, r: RouteState) -> int:
+    return max(r.k_min, min(r.k_max, schedule_k(schedule, batch)))
+
+
 @dataclass
 class _RouteRuntime:
     spec: RouteSpec
@@ -102,9 +153,14 @@ class _RouteRuntime:
     reason: str = "initial"
     changed_at: float = float("-inf")
     last_obs_at: float | None = None
+    # Engine steps of the route's recent requests, decayed with `half_life_s` since `weight_at`: its batch share.
     weight: float = 0.0
+    weight_at: float = 0.0
     speedup: float = 1.0
     admin_pin: int | None = None
+    # k by batch size (controllers/schedule.py); starts as the constant k.
+    schedule: Schedule = ()
+    schedule_changed_at: float = float("-inf")
 
 
 def with_undrafted_steps(obs: Observation) -> tuple[int, ...]:
@@ -125,13 +181,33 @@ def with_undrafted_steps(obs: Observation) -> tuple[int, ...]:
 
 def acceptance_evidence(obs: Observation) -> list[tuple[tuple[int, ...], int]]:
     """(histogram, k) groups to learn acceptance from: one per k the request's steps drafted at when k varied
-    between steps, else its whole histogram (with the undrafted steps) at the k it was dispatched with."""
+    between steps, else its whole histogram (with the undrafted steps) at the k it was dispatched with. A request
+    that followed a schedule without per-step detail gives none: its histogram mixes steps of different k, and its
+    steps without drafts may have been capped to 0 (counting them as rejections sank the estimate and, with it,
+    the schedule)."""
     spec = obs.spec
     if spec is None:
         return []
-    if spec.by_k:
-        return [(hist, k) for k, hist in spec.by_k if k > 0]
+    if spec.by_k or obs.scheduled:
+        # Steps whose drafter proposed nothing (k 0 in the per-step record) yield one token: position 1 failed.
+        return [((hist[0], 0), 1) if k == 0 else (hist, k) for k, hist in spec.by_k]
     return [(with_undrafted_steps(obs), obs.k_applied)] if obs.k_applied > 0 else []
+
+
+def proposal_evidence(obs: Observation) -> tuple[int, int]:
+    """(steps with a proposal, steps that could draft but had none) of one request, for the proposal rate. From the
+    per-step record when there is one; for a request at one fixed k > 0, its decode steps without drafts; nothing
+    from a request on a schedule without per-step detail (its undrafted steps may have been capped to 0)."""
+    spec = obs.spec
+    if spec is None:
+        return 0, 0
+    if spec.by_k or obs.scheduled:
+        unproposed = sum(sum(hist) for k, hist in spec.by_k if k == 0)
+        return sum(sum(hist) for k, hist in spec.by_k if k > 0), unproposed
+    if obs.k_applied <= 0:
+        return 0, 0
+    decode_steps = obs.completion_tokens - 1 - spec.accepted_tokens
+    return spec.verify_steps, max(0, decode_steps - spec.verify_steps)
 
 
 @dataclass
@@ -147,7 +223,9 @@ class SpeculationController:
     log: deque[DecisionRecord] = field(init=False)
     _routes: dict[str, _RouteRuntime] = field(init=False)
     _pools: dict[str, PoolSpec] = field(init=False)
+    _kv: dict[str, KvPressure] = field(init=False)
     _estimators: dict[tuple[str, str], AcceptanceEstimator] = field(init=False)
+    _pool_acceptance: dict[str, AcceptanceEstimator] = field(init=False)
     _cost: dict[str, StepCostModel] = field(init=False)
     _explore: dict[str, int | None] = field(init=False)
     _static: dict[str, int] = field(init=False)
@@ -155,6 +233,13 @@ class SpeculationController:
 
     def __post_init__(self) -> None:
         self._pools = {p.name: p for p in self.pools}
+        s = self.settings
+        self._pool_acceptance = {
+            p.name: AcceptanceEstimator(p.max_k, self.settings.half_life_s, self.settings.z) for p in self.pools
+        }
+        self._kv = {
+            p.name: KvPressure(p.max_k, s.kv_high, s.kv_low, s.kv_recover_s, s.kv_draft_share) for p in self.pools
+        }
         self._routes = {}
         for r in self.routes:
             if r.pin is not None:
@@ -163,11 +248,13 @@ class SpeculationController:
                 start, why = self.settings.safe_k, "initial: safe k until acceptance is measured"
             else:
                 start, why = r.k_max, "static: engine max k within route bounds"
-            self._routes[r.name] = _RouteRuntime(r, self._clamp(r, start), why)
+            k = self._clamp(r, start)
+            self._routes[r.name] = _RouteRuntime(r, k, why, schedule=((1, k),))
         self._static = {name: rt.k for name, rt in self._routes.items()}
         self._estimators = {}
         self._cost = {p.name: StepCostModel(p.prior) for p in self.pools}
         self._last_batch: dict[str, float] = {}
+        self._engine_steps_at: dict[str, float] = {}
         self._explore = {}
         self.log = deque(maxlen=self.settings.decision_log_size)
         self._refresh_explore()
@@ -175,8 +262,12 @@ class SpeculationController:
 
     # -- bounds -------------------------------------------------------------------------------------
     def _k_max(self, r: RouteSpec) -> int:
+        """The route's bound, the pool's max k, and the pool's KV-pressure cap while one holds (pins included)."""
         pool = self._pools.get(r.pool)
-        return min(r.k_max, pool.max_k if pool else 0)
+        if pool is None:
+            return 0
+        cap = self._kv[r.pool].cap
+        return min(r.k_max, pool.max_k, pool.max_k if cap is None else cap)
 
     def _k_min(self, r: RouteSpec) -> int:
         return min(r.k_min, self._k_max(r))
@@ -201,26 +292,84 @@ class SpeculationController:
         if rt is None or obs.pool not in self._pools:
             return
         rt.last_obs_at = now
-        half = 0.5 ** (self.settings.tick_s / self.settings.half_life_s) if self.settings.half_life_s else 0
-        rt.weight = rt.weight * half + max(1, obs.completion_tokens)
         spec = obs.spec
+        # A route's share of the batch is the engine steps its requests spend in it: more requests, longer ones, and
+        # fewer accepted drafts per step all mean more of the batch. (It decayed per observation before, so a route's
+        # weight did not grow with its request rate; and it counted tokens, which overstated high-acceptance routes.)
+        rt.weight = self._weight(rt, now) + max(1, obs.completion_tokens - (spec.accepted_tokens if spec else 0))
+        rt.weight_at = now
+        estimator = self.estimator(obs.route, obs.pool)
         for hist, k in acceptance_evidence(obs):
-            self.estimator(obs.route, obs.pool).observe(hist, k, now)
+            estimator.observe(hist, k, now)
+        estimator.observe_proposals(*proposal_evidence(obs), now)
         steps = obs.completion_tokens - 1 - (spec.accepted_tokens if spec else 0)
-        if steps > 0 and (spec is not None or obs.k_applied == 0):
+        engine_says = now - self._engine_steps_at.get(obs.pool, float("-inf")) <= self.settings.stale_after_s
+        if steps > 0 and (spec is not None or obs.k_applied == 0) and not engine_says:
             # End-to-end time over all steps (prefill as one) when known; it includes queueing, which errs on
             # the side of caution. The step time depends on the whole batch's drafts: use the pool's mix.
             step_s = obs.e2e_s / (steps + 1) if obs.e2e_s else (obs.decode_s / steps if obs.decode_s else None)
             if step_s:
-                kbar, kmax = self._pool_mix(obs.pool)
+                kbar, kmax = self._pool_mix(obs.pool, now)
                 self._cost[obs.pool].update(StepSample(obs.batch_at_dispatch + 1, kbar, kmax, step_s))
 
-    def _pool_mix(self, pool: str) -> tuple[float, float]:
-        members = [rt for rt in self._routes.values() if rt.spec.pool == pool and rt.weight > 0]
-        total = sum(rt.weight for rt in members)
+    def _state(self, rt: _RouteRuntime, k_min: int, k_max: int) -> RouteState:
+        """The route as the optimiser sees it: batch share, bounds, expected lengths (pessimistic), SLO."""
+        share = self._weight(rt, self.now) or 1e-6
+        return RouteState(
+            rt.spec.name, share, k_min, k_max, self._lengths(rt), rt.spec.tpot_slo_s, self._proposal_rate(rt)
+        )
+
+    def observe_steps(
+        self, pool: str, iterations: float, request_steps: float, itl_sum_s: float, draft_tokens: float, now: float
+    ) -> bool:
+        """Step time over a scrape interval from the engine's own counters (controllers/step_evidence.py). While
+        these arrive, the per-request estimate (end-to-end time over steps) is not used to fit the pool's step time:
+        its regressors are far noisier. False when the interval ran too little to tell."""
+        if pool not in self._cost:
+            return False
+        batch = request_steps / iterations if iterations > 0 else 1.0
+        sample = interval_sample(iterations, request_steps, itl_sum_s, draft_tokens, self._pool_kmax(pool, batch))
+        if sample is None:
+            return False
+        self._cost[pool].update(sample)
+        self._engine_steps_at[pool] = now
+        return True
+
+    def observe_engine_acceptance(
+        self, pool: str, drafts: float, accepted_per_pos: Mapping[int, float], now: float
+    ) -> None:
+        """An endpoint's speculation counters since its last scrape: drafts verified, and accepted tokens by draft
+        position (0-based, vLLM's `spec_decode_num_accepted_tokens_per_pos`). Position i + 1 was tried by every draft
+        whose position i was accepted (drafts shorter than k make this an undercount: a cautious prior)."""
+        est = self._pool_acceptance.get(pool)
+        if est is None or drafts <= 0:
+            return
+        passed = [accepted_per_pos.get(i, 0.0) for i in range(est.max_k)]
+        est.observe_positions([drafts, *passed[:-1]], passed, now)
+
+    def _pool_kmax(self, pool: str, batch: float) -> float:
+        ks = [schedule_k(rt.schedule, max(1, round(batch))) for rt in self._routes.values() if rt.spec.pool == pool]
+        return float(max(ks, default=0))
+
+    def _weight(self, rt: _RouteRuntime, now: float) -> float:
+        half_life = self.settings.half_life_s
+        if not half_life:
+            return rt.weight
+        return float(rt.weight * 0.5 ** (max(0.0, now - rt.weight_at) / half_life))
+
+    def _pool_mix(self, pool: str, now: float) -> tuple[float, float]:
+        weights = {rt.spec.name: self._weight(rt, now) for rt in self._routes.values() if rt.spec.pool == pool}
+        members = [rt for rt in self._routes.values() if weights.get(rt.spec.name, 0.0) > 0]
+        total = sum(weights[rt.spec.name] for rt in members)
         if not total:
             return 0.0, 0.0
-        return sum(rt.weight * rt.k for rt in members) / total, float(max(rt.k for rt in members))
+        drafted = sum(weights[rt.spec.name] * rt.k * self._proposal_rate(rt) for rt in members)
+        return drafted / total, float(max(rt.k for rt in members))
+
+    def _proposal_rate(self, rt: _RouteRuntime) -> float:
+        if not self.settings.proposal_rate:
+            return 1.0
+        return self.estimator(rt.spec.name, rt.spec.pool).proposal_rate()
 
     # -- admin --------------------------------------------------------------------------------------
     def pin(self, route: str, k: int | None) -> None:
@@ -239,6 +388,11 @@ class SpeculationController:
             if rt is None:
                 continue
             rt.k = self._clamp(rt.spec, decision.k)
+            rt.schedule = (
+                tuple((lo, self._clamp(rt.spec, k)) for lo, k in decision.schedule)
+                if decision.schedule
+                else ((1, rt.k),)
+            )
             rt.reason = f"adopted: {decision.reason}"
             rt.changed_at = now
             if rt.last_obs_at is None:
@@ -252,39 +406,37 @@ class SpeculationController:
         route-blind table a stock engine could take (`num_speculative_tokens_per_batch_size`). Pins and bounds
         hold; the kill switch makes both all-zero."""
         members = [rt for rt in self._routes.values() if rt.spec.pool == pool]
-        states = []
-        for rt in members:
-            pin = rt.admin_pin if rt.admin_pin is not None else rt.spec.pin
-            lo, hi = (
-                (0, 0)
-                if self.kill_switch
-                else (
-                    (self._clamp(rt.spec, pin),) * 2
-                    if pin is not None
-                    else (self._k_min(rt.spec), self._k_max(rt.spec))
-                )
-            )
-            states.append(RouteState(rt.spec.name, rt.weight or 1e-6, lo, hi, self._lengths(rt), rt.spec.tpot_slo_s))
+        states = self._states(members, {rt.spec.name: self._overridden(rt) for rt in members})
         if not states:
             return {}, []
         max_k = 0 if self.kill_switch else self._pools[pool].max_k
-        return route_schedules(states, self._cost[pool].predict), batch_table(states, self._cost[pool].predict, max_k)
+        cost = self._cost[pool]
+        return route_schedules(states, cost.predict, step_many=cost.predict_many), batch_table(
+            states, cost.predict, max_k
+        )
 
     # -- the tick -----------------------------------------------------------------------------------
-    def tick(self, now: float, pool_batch: Mapping[str, float | None]) -> DecisionTable | None:
-        """One control step; returns a new table when anything changed, else None."""
+    def tick(
+        self, now: float, pool_batch: Mapping[str, float | None], pool_kv: Mapping[str, KvReading] | None = None
+    ) -> DecisionTable | None:
+        """One control step; returns a new table when anything changed, else None. `pool_kv`: each pool's KV state
+        since the last tick, when its engines report one."""
         self.now = now
         self.ticks += 1
-        changes: list[DecisionRecord] = []
+        for name, reading in (pool_kv or {}).items():
+            if name in self._kv and self.settings.kv_cap:
+                self._kv[name].observe(reading, now)
+        changes = self._schedule_pools(pool_batch, now)
+        moved = False
         for pool in self.pools:
             members = [rt for rt in self._routes.values() if rt.spec.pool == pool.name]
             if members:
-                changes += self._tick_pool(pool, members, pool_batch.get(pool.name), now)
+                moved = self._lookup(pool, members, pool_batch.get(pool.name)) or moved
         explore_changed = self._refresh_explore()
         shares = {name: self.explore_share(name) for name in self._routes}
         explore_changed = explore_changed or shares != self._shares
         self._shares = shares
-        if not changes and not explore_changed:
+        if not changes and not explore_changed and not moved:
             return None
         self.version += 1
         for rec in changes:
@@ -293,15 +445,23 @@ class SpeculationController:
 
     def _lengths(self, rt: _RouteRuntime) -> tuple[float, ...]:
         est = self.estimator(rt.spec.name, rt.spec.pool)
-        return tuple(est.expected_length(k, pessimistic=True) for k in range(self._k_max(rt.spec) + 1))
+        prior, weight = self._pool_acceptance.get(rt.spec.pool), self.settings.prior_weight
+        return tuple(est.expected_length(k, True, prior, weight) for k in range(self._k_max(rt.spec) + 1))
 
-    def _forced(self, rt: _RouteRuntime, batch: float | None, now: float) -> tuple[int, str] | None:
-        s = self.settings
+    def _overridden(self, rt: _RouteRuntime) -> tuple[int, str] | None:
+        """The k the kill switch or a pin imposes, with why; None when neither acts."""
         if self.kill_switch:
             return 0, "kill switch"
         pin = rt.admin_pin if rt.admin_pin is not None else rt.spec.pin
         if pin is not None:
             return self._clamp(rt.spec, pin), "pinned by admin" if rt.admin_pin is not None else "pinned in config"
+        return None
+
+    def _forced(self, rt: _RouteRuntime, batch: float | None, now: float) -> tuple[int, str] | None:
+        s = self.settings
+        overridden = self._overridden(rt)
+        if overridden is not None:
+            return overridden
         if not s.adaptive:
             return self._static[rt.spec.name], "static: engine max k within route bounds"
         if batch is None:
@@ -310,84 +470,142 @@ class SpeculationController:
             return self._clamp(rt.spec, s.safe_k), "stale: no recent observations; safe k"
         return None
 
-    def _tick_pool(
-        self, pool: PoolSpec, members: list[_RouteRuntime], batch: float | None, now: float
-    ) -> list[DecisionRecord]:
-        s = self.settings
-        forced = {rt.spec.name: self._forced(rt, batch, now) for rt in members}
-        cost = self._cost[pool.name]
+    def _lookup(self, pool: PoolSpec, members: list[_RouteRuntime], batch: float | None) -> bool:
+        """Each route's k at the pool's current load, read from its schedule (what a request dispatched now would
+        start with; status, metrics and pools without the plugin use it). Held while paused. True if any moved."""
+        b = max(1, round(batch or 1.0))
+        self._last_batch[pool.name] = float(b)
+        moved = False
+        for rt in members:
+            if self.paused and self._overridden(rt) is None:
+                continue
+            k = self._clamp(rt.spec, schedule_k(rt.schedule, b))
+            moved = moved or k != rt.k
+            rt.k = k
+        states = [self._state(rt, rt.k, rt.k) for rt in members]
+        now_eval = evaluate(states, {rt.spec.name: rt.k for rt in members}, float(b), self._cost[pool.name].predict)
+        for rt in members:
+            rt.speedup = now_eval.speedup[rt.spec.name]
+        return moved
+
+    def _states(
+        self, members: Sequence[_RouteRuntime], forced: Mapping[str, tuple[int, str] | None]
+    ) -> list[RouteState]:
         states = []
         for rt in members:
             f = forced[rt.spec.name]
-            lengths = self._lengths(rt)
             k_lo, k_hi = (f[0], f[0]) if f else (self._k_min(rt.spec), self._k_max(rt.spec))
-            states.append(RouteState(rt.spec.name, rt.weight or 1e-6, k_lo, k_hi, lengths, rt.spec.tpot_slo_s))
-        b = max(1.0, batch or 1.0)
-        self._last_batch[pool.name] = b
-        current = {rt.spec.name: min(max(rt.k, st.k_min), st.k_max) for rt, st in zip(members, states, strict=True)}
-        now_eval = evaluate(states, current, b, cost.predict)
-        best = optimise(states, b, cost.predict, start=current)
-        keep_current = not best.goodput > now_eval.goodput * (1 + s.hysteresis) and not (
-            best.slo_violation < now_eval.slo_violation - 1e-9
-        )
+            states.append(self._state(rt, k_lo, k_hi))
+        return states
+
+    def _schedule_pools(self, pool_batch: Mapping[str, float | None], now: float) -> list[DecisionRecord]:
+        """The routes' k by batch size, what the engine applies per step; every pool's solved at once
+        (controllers/schedule.py). Hysteresis and dwell act on a pool's schedules as a whole (its routes are
+        chosen jointly), never on load: the pool keeps its schedules unless the new ones promise `hysteresis`
+        more goodput at some batch size of the grid (or fewer SLO violations), and not within `min_dwell_s` of
+        the last change. Kill switch, pins and stale inputs act at once, as constant schedules."""
+        plans = []
+        for pool in self.pools:
+            members = [rt for rt in self._routes.values() if rt.spec.pool == pool.name]
+            if not members:
+                continue
+            batch = pool_batch.get(pool.name)
+            forced = {rt.spec.name: self._forced(rt, batch, now) for rt in members}
+            adapt = not self.paused and any(f is None for f in forced.values())
+            states = self._states(members, forced) if adapt else []
+            previous = {rt.spec.name: rt.schedule for rt in members}
+            plans.append((pool, members, batch, forced, PoolProblem(states, self._cost[pool.name].predict, previous)))
+        models = [self._cost[plan[0].name] for plan in plans]
+        fresh = pool_schedules([plan[4] for plan in plans], step_many=stacked_predictor(models))
+        records: list[DecisionRecord] = []
+        for (pool, members, batch, forced, problem), new in zip(plans, fresh, strict=True):
+            records += self._adopt_schedules(pool, members, batch, forced, problem, new, now)
+        return records
+
+    def _adopt_schedules(
+        self,
+        pool: PoolSpec,
+        members: list[_RouteRuntime],
+        batch: float | None,
+        forced: Mapping[str, tuple[int, str] | None],
+        problem: PoolProblem,
+        fresh: Mapping[str, Schedule],
+        now: float,
+    ) -> list[DecisionRecord]:
+        s = self.settings
+        target: dict[str, Schedule] = {name: ((1, f[0]),) for name, f in forced.items() if f is not None}
+        why: dict[str, str] = {name: f[1] for name, f in forced.items() if f is not None}
+        gain, at = 0.0, 1
+        free = [rt for rt in members if forced[rt.spec.name] is None]
+        if problem.routes and problem.previous is not None:
+            gain, at, fewer = self._schedule_gain(problem.routes, problem.previous, fresh, problem.step_time)
+            last = max(rt.schedule_changed_at for rt in free)
+            if not (gain >= s.hysteresis or fewer):
+                note = f"held: best alternative gains {gain:.1%} (hysteresis {s.hysteresis:.0%})"
+            elif now - last < s.min_dwell_s:
+                note = f"held: changed {now - last:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
+            else:
+                note = f"goodput +{gain:.1%} at batch {at}"
+                target.update({rt.spec.name: _bounded(rt.schedule, fresh[rt.spec.name], s.max_step) for rt in free})
+            why.update({rt.spec.name: note for rt in free})
+        elif self.paused:
+            why.update({rt.spec.name: "held: controller paused" for rt in free})
+        b = max(1, round(batch or 1.0))
+        kv = self._kv[pool.name]
         records = []
         for rt in members:
-            name = rt.spec.name
-            f = forced[name]
-            if f is not None:
-                target, reason = f
-            elif self.paused:
-                target, reason = rt.k, "held: controller paused"
-            elif keep_current:
-                gain = best.goodput / max(now_eval.goodput, 1e-12) - 1
-                target, reason = rt.k, f"held: best alternative gains {gain:.1%} (hysteresis {s.hysteresis:.0%})"
-            elif now - rt.changed_at < s.min_dwell_s:
-                target, reason = rt.k, f"held: changed {now - rt.changed_at:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
-            else:
-                target = best.ks[name]
-                step = max(-s.max_step, min(s.max_step, target - rt.k))
-                target = self._clamp(rt.spec, rt.k + step)
-                reason = self._reason(best, now_eval, name, b)
-            final = evaluate(states, {**current, name: target}, b, cost.predict)
-            rt.speedup = final.speedup[name]
-            if target != rt.k:
-                records.append(
-                    DecisionRecord(
-                        now,
-                        0,
-                        name,
-                        rt.k,
-                        target,
-                        reason,
-                        rt.speedup,
-                        MappingProxyType(
-                            {
-                                "batch": round(b, 2),
-                                "pool": pool.name,
-                                "expected_length": round(
-                                    states[members.index(rt)].lengths[
-                                        min(target, len(states[members.index(rt)].lengths) - 1)
-                                    ],
-                                    3,
-                                ),
-                                "step_s": round(final.step_s, 6),
-                                "goodput_gain": round(best.goodput / max(now_eval.goodput, 1e-12), 4),
-                            }
-                        ),
-                    )
+            new = target.get(rt.spec.name, rt.schedule)
+            if kv.cap is not None and _capped(new, kv.cap) != new:
+                # A safety rule, like the kill switch: at once, past hysteresis, dwell and max step.
+                new = _capped(new, kv.cap)
+                why[rt.spec.name] = f"KV pressure: k <= {kv.cap} ({kv.reason})"
+            rt.reason = why.get(rt.spec.name, rt.reason)
+            if new == rt.schedule:
+                continue
+            records.append(
+                DecisionRecord(
+                    now,
+                    0,
+                    rt.spec.name,
+                    schedule_k(rt.schedule, b),
+                    schedule_k(new, b),
+                    f"schedule: {why.get(rt.spec.name, '')}",
+                    rt.speedup,
+                    MappingProxyType(
+                        {
+                            "pool": pool.name,
+                            "batch": b,
+                            "schedule": encode(new),
+                            "old_schedule": encode(rt.schedule),
+                            "goodput_gain": round(1 + gain, 4),
+                            "gain_at_batch": at,
+                            "kv_cap": kv.cap,
+                        }
+                    ),
                 )
-                rt.k = target
-                rt.changed_at = now
-            rt.reason = reason
+            )
+            rt.schedule = new
+            rt.schedule_changed_at = now
         return records
 
     @staticmethod
-    def _reason(best: Assignment, current: Assignment, name: str, batch: float) -> str:
-        gain = best.goodput / max(current.goodput, 1e-12) - 1
-        return (
-            f"goodput +{gain:.1%} at batch {batch:.1f}: expected speed-up {best.speedup[name]:.2f}x, "
-            f"TPOT {best.tpot_s[name] * 1000:.1f} ms"
-        )
+    def _schedule_gain(
+        states: Sequence[RouteState],
+        current: Mapping[str, Schedule],
+        fresh: Mapping[str, Schedule],
+        step_time: StepTime,
+    ) -> tuple[float, int, bool]:
+        """(largest relative goodput gain of `fresh` over `current` across the grid, the batch size where it is,
+        whether `fresh` breaks fewer SLOs somewhere)."""
+        gain, at, fewer = 0.0, 1, False
+        for b in BATCH_GRID:
+            old = evaluate(states, {r.name: _clamped(current[r.name], b, r) for r in states}, b, step_time)
+            new = evaluate(states, {r.name: _clamped(fresh[r.name], b, r) for r in states}, b, step_time)
+            g = new.goodput / max(old.goodput, 1e-12) - 1
+            if g > gain:
+                gain, at = g, b
+            fewer = fewer or new.slo_violation < old.slo_violation - 1e-9
+        return gain, at, fewer
 
     def _refresh_explore(self) -> bool:
         changed = False
@@ -408,7 +626,13 @@ class SpeculationController:
 
     def table(self) -> DecisionTable:
         routes = {
-            name: RouteDecision(rt.k, rt.reason, self._explore.get(name), self.explore_share(name))
+            name: RouteDecision(
+                rt.k,
+                rt.reason,
+                self._explore.get(name),
+                self.explore_share(name),
+                rt.schedule if self.settings.adaptive else None,
+            )
             for name, rt in self._routes.items()
         }
         return DecisionTable(self.version, MappingProxyType(routes), fallback_k=self.settings.safe_k)
@@ -426,14 +650,26 @@ class SpeculationController:
         b = self._last_batch.get(rt.spec.pool, 1.0)
         return break_even_acceptance(k, cost.predict(b, float(k), float(k)) / cost.predict(b, 0.0, 0.0))
 
+    def kv_cap(self, pool: str) -> int:
+        """The pool's largest k under its KV-pressure cap (its max k when no cap holds)."""
+        kv = self._kv[pool]
+        return kv.max_k if kv.cap is None else kv.cap
+
     def route_status(self, name: str) -> dict[str, Any]:
         rt = self._routes[name]
         est = self.estimator(name, rt.spec.pool)
         last = next((r for r in reversed(self.log) if r.route == name), None)
+        pool_total = sum(self._weight(o, self.now) for o in self._routes.values() if o.spec.pool == rt.spec.pool)
         return {
             "k": rt.k,
             "pool": rt.spec.pool,
+            "schedule": None if not self.settings.adaptive else [list(p) for p in rt.schedule],
+            # The route's share of its pool's batch (engine steps of its recent requests).
+            "batch_share": round(self._weight(rt, self.now) / pool_total, 4) if pool_total else None,
             "bounds": {"min": rt.spec.k_min, "max": rt.spec.k_max, "pool_max": self._k_max(rt.spec)},
+            # The pool's KV-pressure cap on k while one holds (controllers/kv_pressure.py), and why.
+            "kv_cap": self._kv[rt.spec.pool].cap,
+            "kv_reason": self._kv[rt.spec.pool].reason or None,
             "pin": rt.admin_pin if rt.admin_pin is not None else rt.spec.pin,
             "pinned_by": "admin" if rt.admin_pin is not None else ("config" if rt.spec.pin is not None else None),
             "reason": rt.reason,
@@ -443,6 +679,12 @@ class SpeculationController:
                 "expected_length_at_k_lower": round(est.expected_length(rt.k, pessimistic=True), 4),
                 "position_rates": [None if a is None else round(a, 4) for a in est.position_rates()],
                 "evidence_steps": round(est.evidence(1), 1),
+                # Share of the steps that could draft in which the drafter proposed anything (n-gram: text repeats).
+                "proposal_rate": round(est.proposal_rate(), 4),
+                # The pool's own (engine counters, all routes): the route borrows `prior_weight` trials from it.
+                "pool_evidence_steps": round(self._pool_acceptance[rt.spec.pool].evidence(1), 1)
+                if rt.spec.pool in self._pool_acceptance
+                else None,
             },
             "explore_k": self._explore.get(name),
             "last_observation_age_s": None if rt.last_obs_at is None else round(self.now - rt.last_obs_at, 2),

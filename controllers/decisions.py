@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["DecisionTable", "KBounds", "RouteDecision", "static_table"]
+__all__ = ["DecisionTable", "KBounds", "RouteDecision", "schedule_k", "static_table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,24 @@ class RouteDecision:
     # A share of the route's requests runs at explore_k, so acceptance above k stays known.
     explore_k: int | None = None
     explore_share: float = 0.0
+    # k by the engine's batch size, ((1, k1), (b2, k2), ...): k from each listed size up to the next. None: the
+    # controller does not adapt (static mode); `k` holds for every batch size.
+    schedule: tuple[tuple[int, int], ...] | None = None
+
+    def k_at(self, batch: int) -> int:
+        """The k for a request that joins a batch of `batch` requests: the schedule's, else `k`."""
+        return self.k if self.schedule is None else schedule_k(self.schedule, batch)
+
+
+def schedule_k(schedule: tuple[tuple[int, int], ...], batch: int) -> int:
+    """The schedule's k at `batch` (the last point at or below it). backends/spec_cap.py has the engine's copy:
+    the scheduler plugin imports nothing of specgate beyond that module."""
+    k = schedule[0][1]
+    for lo, value in schedule:
+        if lo > batch:
+            break
+        k = value
+    return k
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,15 @@ ran at get no evidence from it: unknown, not zero.
 `expected_length(k, pessimistic=True)` uses a lower credible bound of each alpha_i, so a route with little
 data is not switched on out of optimism. Evidence decays with half-life `half_life_s` (exponential
 forgetting), so a change in the traffic is followed.
+
+An n-gram (or suffix) drafter proposes nothing when the text does not repeat: such a step yields one token and
+verifies no drafts. For the tokens per step it is a rejection at position 1 (the caller folds it in there), but it
+costs no verify work, so the cost side needs the proposal rate q = steps with a proposal / steps that could draft:
+a route at k drafts q k tokens per step on average. `proposal_rate()` is 1 until steps without a proposal are seen.
+
+A route starts with no evidence, so k = 0 until exploration has measured it. `prior` (another estimator: the pool's,
+from the engines' own per-position counters, all routes together) lends each position up to `prior_weight` trials at
+its own rate, so a new route starts where its pool is, and its own evidence outweighs the loan within a few requests.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ __all__ = ["AcceptanceEstimator", "wilson_lower"]
 
 def wilson_lower(successes: float, trials: float, z: float) -> float:
     """Lower end of the Wilson score interval (0 with no trials); works with fractional (decayed) counts."""
-    if trials <= 0:
+    if trials <= 1e-12:  # decayed (or lent) to nothing: squaring it would underflow to a division by zero
         return 0.0
     p = min(1.0, max(0.0, successes / trials))
     denom = 1.0 + z * z / trials
@@ -43,6 +52,9 @@ class AcceptanceEstimator:
         # index i = position (1..max_k); index 0 unused
         self.trials = [0.0] * (max_k + 1)
         self.passes = [0.0] * (max_k + 1)
+        # Steps that could draft: with a proposal, and without one (decayed like the rest).
+        self.proposed = 0.0
+        self.unproposed = 0.0
         self._last: float | None = None
 
     def decay_to(self, now: float) -> None:
@@ -50,6 +62,8 @@ class AcceptanceEstimator:
             factor = 0.5 ** ((now - self._last) / self.half_life_s)
             self.trials = [t * factor for t in self.trials]
             self.passes = [p * factor for p in self.passes]
+            self.proposed *= factor
+            self.unproposed *= factor
         if self._last is None or now > self._last:
             self._last = now
 
@@ -67,24 +81,57 @@ class AcceptanceEstimator:
             self.trials[i] += at_least[i - 1]
             self.passes[i] += at_least[i]
 
+    def observe_proposals(self, proposed: int, unproposed: int, now: float) -> None:
+        """Steps of one request that could draft: `proposed` carried drafts, `unproposed` found nothing to propose."""
+        self.decay_to(now)
+        self.proposed += max(0, proposed)
+        self.unproposed += max(0, unproposed)
+
+    def proposal_rate(self) -> float:
+        """q: the share of steps that carry a proposal (1 with no evidence: every step drafts, as before)."""
+        total = self.proposed + self.unproposed
+        return 1.0 if total <= 0 else (self.proposed + 1.0) / (total + 1.0)
+
+    def observe_positions(self, tried: Sequence[float], passed: Sequence[float], now: float) -> None:
+        """Counts by position 1.. (tried[0] is position 1): what an engine's per-position counters give."""
+        self.decay_to(now)
+        for i, (t, p) in enumerate(zip(tried, passed, strict=False), 1):
+            if i > self.max_k or t <= 0:
+                break
+            self.trials[i] += t
+            self.passes[i] += min(p, t)
+
     def evidence(self, position: int) -> float:
         return self.trials[position] if 1 <= position <= self.max_k else 0.0
 
-    def alpha(self, position: int, pessimistic: bool = False) -> float | None:
-        """Conditional acceptance at a position; None when there is no evidence there."""
+    def alpha(
+        self,
+        position: int,
+        pessimistic: bool = False,
+        prior: AcceptanceEstimator | None = None,
+        prior_weight: float = 0,
+    ) -> float | None:
+        """Conditional acceptance at a position; None when there is no evidence there (nor in `prior`)."""
         t = self.evidence(position)
+        s = self.passes[position] if t > 0 else 0.0
+        if prior is not None and prior_weight > 0:
+            lent = min(prior_weight, prior.evidence(position))
+            if lent > 0:
+                s += lent * prior.passes[position] / prior.trials[position]
+                t += lent
         if t <= 0:
             return None
-        s = self.passes[position]
         return wilson_lower(s, t, self.z) if pessimistic else s / t
 
-    def expected_length(self, k: int, pessimistic: bool = True) -> float:
+    def expected_length(
+        self, k: int, pessimistic: bool = True, prior: AcceptanceEstimator | None = None, prior_weight: float = 0
+    ) -> float:
         """E[L(k)]; an unknown position contributes nothing (pessimistic) or repeats the last known alpha."""
         total = 1.0
         chain = 1.0
         last: float | None = None
         for i in range(1, min(k, self.max_k) + 1):
-            a = self.alpha(i, pessimistic)
+            a = self.alpha(i, pessimistic, prior, prior_weight)
             if a is None:
                 if pessimistic or last is None:
                     break

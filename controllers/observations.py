@@ -47,6 +47,10 @@ class Observation:
     # From dispatch to the last token: unlike first-to-last chunk, not distorted when the engine merges
     # queued outputs into fewer chunks under load.
     e2e_s: float | None = None
+    # The request's k followed a schedule step by step (the scheduler plugin): its acceptance evidence is its
+    # per-step drafts alone (SpecStats.by_k). vLLM records only the steps that carried drafts; the plugin adds a
+    # 0-draft record for a step whose drafter proposed nothing, so a step capped to k = 0 is never one of those.
+    scheduled: bool = False
 
     @property
     def tpot_s(self) -> float | None:

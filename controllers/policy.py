@@ -2,11 +2,13 @@
 
 For a pool whose engines run a batch of B requests, a share w_r of them from route r running at k_r:
 
-    T      = T(B, kbar = sum_r w_r k_r, kmax = max_r k_r)        step time (cost model)
+    T      = T(B, kbar = sum_r w_r q_r k_r, kmax = max_r k_r)    step time (cost model)
     G      = B * sum_r w_r E_r[L(k_r)] / T                        tokens per second (goodput)
     TPOT_r = T / E_r[L(k_r)]
 
-Assignments that break a route's TPOT SLO rank below those that keep all SLOs; among equals the higher G
+q_r is the route's proposal rate (the share of its steps whose drafter proposes anything; 1 for a model drafter):
+a step without a proposal verifies no drafts. Its expected length E_r[L(k)] already counts those steps as one
+token. Assignments that break a route's TPOT SLO rank below those that keep all SLOs; among equals the higher G
 wins. Turning speculation off at high load is simply the k = 0 branch winning this argmax when the extra
 verify work (the B * kbar term of T) costs more than the accepted tokens bring.
 """
@@ -30,6 +32,8 @@ class RouteState:
     # E[L(k)] for k = 0..k_max (lengths[0] == 1.0).
     lengths: tuple[float, ...]
     tpot_slo_s: float | None = None
+    # q: the share of its steps with a proposal, so drafts per step = q k (controllers/estimator.py).
+    proposal_rate: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +49,7 @@ class Assignment:
 
 def evaluate(routes: Sequence[RouteState], ks: Mapping[str, int], batch: float, step_time: StepTime) -> Assignment:
     total_share = sum(r.share for r in routes) or 1.0
-    kbar = sum(r.share * ks[r.name] for r in routes) / total_share
+    kbar = sum(r.share * r.proposal_rate * ks[r.name] for r in routes) / total_share
     kmax = max((ks[r.name] for r in routes if r.share > 0), default=0)
     step = step_time(batch, kbar, kmax)
     base = step_time(batch, 0.0, 0.0)
@@ -63,10 +67,11 @@ def evaluate(routes: Sequence[RouteState], ks: Mapping[str, int], batch: float, 
     return Assignment(dict(ks), good, step, violation, speedup, tpot)
 
 
-def _better(a: Assignment, b: Assignment) -> bool:
-    if abs(a.slo_violation - b.slo_violation) > 1e-9:
-        return a.slo_violation < b.slo_violation
-    return a.goodput > b.goodput * (1 + 1e-9)
+def _better(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """(slo_violation, goodput) pairs: fewer SLO violations first, then more goodput."""
+    if abs(a[0] - b[0]) > 1e-9:
+        return a[0] < b[0]
+    return a[1] > b[1] * (1 + 1e-9)
 
 
 def optimise(
@@ -78,21 +83,54 @@ def optimise(
 ) -> Assignment:
     """Coordinate ascent from `start` (clamped to bounds): each route in turn takes its best k given the
     others, until nothing changes. Exact for one route; for several it finds a local optimum of a
-    function that is close to separable (the routes interact only through T)."""
-    ks = {r.name: min(max((start or {}).get(r.name, r.k_min), r.k_min), r.k_max) for r in routes}
-    best = evaluate(routes, ks, batch, step_time)
+    function that is close to separable (the routes interact only through T).
+
+    A trial changes one route's k, so the goodput's numerator and the mean k move by that route's term alone:
+    each trial costs one step-time call plus the SLO routes, not a pass over every route (the control loop runs
+    this for every pool at every batch size of the schedule grid, each tick)."""
+    n = len(routes)
+    total = sum(r.share for r in routes) or 1.0
+    w = [r.share / total for r in routes]
+    # Weight of a route's k in the mean drafts per step.
+    wq = [wi * r.proposal_rate for wi, r in zip(w, routes, strict=True)]
+    # E[L(k)] for every k a route may take (a short table holds its last value beyond its end).
+    tab = [[r.lengths[min(k, len(r.lengths) - 1)] for k in range(max(r.k_max, 0) + 1)] for r in routes]
+    live = [r.share > 0 for r in routes]
+    slo = [(i, r.tpot_slo_s) for i, r in enumerate(routes) if r.tpot_slo_s is not None]
+    ks = [min(max((start or {}).get(r.name, r.k_min), r.k_min), r.k_max) for r in routes]
+
+    def score(num: float, kbar: float, kmax: int, changed: int, k: int) -> tuple[float, float]:
+        step = step_time(batch, kbar, kmax)
+        violation = 0.0
+        for j, target in slo:
+            tpot = step / tab[j][k if j == changed else ks[j]]
+            if tpot > target:
+                violation += (tpot - target) / target
+        return violation, batch * num / step
+
+    def totals() -> tuple[float, float]:
+        return sum(w[i] * tab[i][ks[i]] for i in range(n)), sum(wq[i] * ks[i] for i in range(n))
+
+    num, kbar = totals()
+    best = score(num, kbar, max((ks[i] for i in range(n) if live[i]), default=0), -1, 0)
     for _ in range(sweeps):
         changed = False
-        for r in routes:
+        for i, r in enumerate(routes):
+            others = max((ks[j] for j in range(n) if live[j] and j != i), default=0)
+            row, wi, qi = tab[i], w[i], wq[i]
+            base_num, base_kbar = num - wi * row[ks[i]], kbar - qi * ks[i]
             for k in range(r.k_min, r.k_max + 1):
-                if k == ks[r.name]:
+                if k == ks[i]:
                     continue
-                trial = evaluate(routes, {**ks, r.name: k}, batch, step_time)
+                trial = score(base_num + wi * row[k], base_kbar + qi * k, max(others, k) if live[i] else others, i, k)
                 if _better(trial, best):
-                    best, ks, changed = trial, dict(trial.ks), True
+                    best, ks[i], changed = trial, k, True
+                    # Recomputed, not accumulated: no rounding drift over many accepted moves.
+                    num, kbar = totals()
+                    base_num, base_kbar = num - wi * row[k], kbar - qi * k
         if not changed:
             break
-    return best
+    return evaluate(routes, {r.name: ks[i] for i, r in enumerate(routes)}, batch, step_time)
 
 
 def break_even_acceptance(k: int, cost_ratio: float) -> float:

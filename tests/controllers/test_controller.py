@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
 from specgate.controllers.cost_model import StepCostModel
+from specgate.controllers.decisions import schedule_k
 from specgate.controllers.observations import Observation, SpecStats
+from specgate.controllers.schedule import BATCH_GRID
 
 
 def hist(alpha: float, k: int, steps: int, rng: random.Random) -> tuple[int, ...]:
@@ -48,8 +50,9 @@ def drive(
     phases: list[tuple[float, float, int]],
     rng: random.Random,
     step_time: StepTime | None = None,
+    schedules: list[tuple[tuple[int, int], ...] | None] | None = None,
 ) -> list[int]:
-    """phases: (alpha, batch, ticks); returns k after each tick."""
+    """phases: (alpha, batch, ticks); returns k after each tick (and appends the schedule to `schedules`)."""
     ks = []
     t = 0.0
     for alpha, batch, ticks in phases:
@@ -63,6 +66,8 @@ def drive(
                 c.observe(obs("r", k, alpha, batch, rng, step_time), t)
             c.tick(t, {"p": batch})
             ks.append(c.table().k_for("r"))
+            if schedules is not None:
+                schedules.append(c.table().routes["r"].schedule)
     return ks
 
 
@@ -98,10 +103,11 @@ def test_measured_step_times_move_the_decision() -> None:
     model = fitted_ctl.cost_model("p")
     assert model.samples > 100
     # Where it runs (k <= 1, under the knee) the fit matches the truth; past the knee it has learned that drafts
-    # cost far more than the prior said (it sees little of that region, so it does not learn all of it).
+    # cost far more than the prior said (it sees little of that region, so it does not learn all of it: the prior
+    # charges 0.020 s at k = 4, the truth is 0.204 s; how far the fit gets depends on how often it explores there).
     assert model.predict(24, 0, 0) == pytest.approx(steep(24, 0), rel=0.1)
     assert model.predict(24, 1, 1) == pytest.approx(steep(24, 1), rel=0.1)
-    assert model.predict(24, 4, 4) > 1.4 * StepCostModel("gpu").predict(24, 4, 4)
+    assert model.predict(24, 4, 4) > 1.25 * StepCostModel("gpu").predict(24, 4, 4)
     # And the other way: at batch 40 the prior charges drafts enough to keep k at 1; on an engine where they cost
     # nothing (flat step time) the fit sees that and the controller goes to full k.
     assert drive(controller(), [(0.6, 40, 80)], random.Random(9))[-1] <= 1
@@ -137,6 +143,13 @@ def test_kill_switch_pin_pause_and_stale() -> None:
     assert c.table().k_for("r") == 0
     assert "stale" in c.route_status("r")["reason"]
     assert [r.new_k for r in c.log][-3:] == [0, 2, 0]
+    # Each acts on the whole schedule at once, and the log says why it changed.
+    changes = [(r.inputs["schedule"], r.reason) for r in c.log if r.reason.startswith("schedule")][-3:]
+    assert changes == [
+        ("1:0", "schedule: kill switch"),
+        ("1:2", "schedule: pinned by admin"),
+        ("1:0", "schedule: stale: no fresh load figure for the pool; safe k"),
+    ]
 
 
 def test_static_mode_keeps_configured_k() -> None:
@@ -155,7 +168,8 @@ def test_static_mode_keeps_configured_k() -> None:
     st.integers(1, 3),
 )
 def test_safety_properties(steps: list[tuple[float, float, bool, bool]], k_min: int, span: int, max_step: int) -> None:
-    """Whatever the observations: k within bounds, changes at most max_step per tick, stale -> safe k."""
+    """Whatever the observations: k and the schedule within bounds, the schedule moves at most max_step per tick at
+    every batch size, stale -> safe k."""
     k_max = min(k_min + span, 4)
     rng = random.Random(9)
     s = ControllerSettings(min_dwell_s=0.0, max_step=max_step, safe_k=1, stale_after_s=5.0)
@@ -163,16 +177,20 @@ def test_safety_properties(steps: list[tuple[float, float, bool, bool]], k_min: 
     t = 0.0
     for alpha, batch, stale_scrape, quiet in steps:
         t += 2.0
-        before = c.table().k_for("r")
+        before = c.table().routes["r"].schedule
         if not quiet:
             c.observe(obs("r", rng.randint(0, 4), alpha, batch, rng), t)
         c.tick(t, {"p": None if stale_scrape else batch})
         k = c.table().k_for("r")
         assert min(k_min, k_max) <= k <= k_max
+        schedule = c.table().routes["r"].schedule
+        assert schedule is not None and before is not None and schedule[0][0] == 1
+        assert all(min(k_min, k_max) <= sk <= k_max for _, sk in schedule)
+        assert k == c.table().routes["r"].k_at(max(1, round(batch)))  # k is the schedule's at the pool's load
         if stale_scrape:
-            assert k == max(min(k_min, k_max), min(k_max, 1))
-        elif "stale" not in c.route_status("r")["reason"]:
-            assert abs(k - before) <= max_step
+            assert schedule == ((1, max(min(k_min, k_max), min(k_max, 1))),)
+        elif "stale" not in c.route_status("r")["reason"] and not c.route_status("r")["reason"].startswith("stale"):
+            assert all(abs(schedule_k(schedule, b) - schedule_k(before, b)) <= max_step for b in BATCH_GRID)
 
 
 def test_break_even_rises_with_load() -> None:
@@ -187,3 +205,199 @@ def test_break_even_rises_with_load() -> None:
     assert low is not None and high is not None
     assert 0.0 <= low < 0.2 and 0.5 < high <= 1.0
     assert c.break_even("unknown") is None
+
+
+def schedule_changes(c: SpeculationController) -> list[tuple[str, str]]:
+    return [(r.inputs["schedule"], r.reason) for r in c.log if r.reason.startswith("schedule")]
+
+
+def test_the_schedule_follows_acceptance_and_the_log_says_why() -> None:
+    rng = random.Random(5)
+    c = controller()
+    seen: list[tuple[tuple[int, int], ...] | None] = []
+    drive(c, [(0.85, 4, 40), (0.02, 4, 80)], rng, schedules=seen)
+    good, bad = seen[39], seen[-1]
+    assert good is not None and good[0] == (1, 4)  # alone on the pool, all drafts pay
+    assert good[-1][1] < 4  # and fewer past the prior's knee
+    assert bad is not None and max(k for _, k in bad) <= 1
+    last = schedule_changes(c)[-1]
+    assert last[0] == ",".join(f"{lo}:{k}" for lo, k in bad)
+    assert last[1].startswith("schedule: goodput +") and "at batch" in last[1]
+    rec = [r for r in c.log if r.reason.startswith("schedule")][-1]
+    assert {"pool", "batch", "schedule", "old_schedule", "goodput_gain", "gain_at_batch"} <= set(rec.inputs)
+    assert rec.inputs["goodput_gain"] >= 1 + c.settings.hysteresis
+
+
+def test_schedule_changes_wait_for_hysteresis_and_dwell_not_for_load() -> None:
+    rng = random.Random(7)
+    c = controller(min_dwell_s=10.0)
+    # Load swings every tick: that moves the k looked up in the schedule, never the schedule itself.
+    phases = [(0.7, b, 1) for b in (2, 200, 8, 90, 1, 300) * 25]
+    drive(c, phases, rng)
+    changes = [r for r in c.log if r.reason.startswith("schedule")]
+    assert 1 <= len(changes) <= 6
+    assert all(b.at - a.at >= 10.0 for a, b in itertools.pairwise(changes))
+    assert all(r.inputs["goodput_gain"] >= 1 + c.settings.hysteresis for r in changes)
+
+
+def test_static_mode_sends_no_schedule() -> None:
+    c = SpeculationController(ControllerSettings(adaptive=False), [RouteSpec("r", "p", 0, 3)], [PoolSpec("p", 4)])
+    c.tick(1.0, {"p": 4})
+    assert c.table().routes["r"].schedule is None and c.table().routes["r"].k_at(100) == 3
+
+
+def test_batch_share_follows_request_rate_and_steps_per_request() -> None:
+    """Ten times the requests -> ten times the share of the batch; and the share counts engine steps, not tokens: a
+    route whose drafts are accepted emits far more tokens in the same steps, and takes no more of the batch."""
+    rng = random.Random(3)
+    s = ControllerSettings(half_life_s=20.0)
+    c = SpeculationController(s, [RouteSpec("busy", "p", 0, 4), RouteSpec("rare", "p", 0, 4)], [PoolSpec("p", 4)])
+    t = 0.0
+    for _ in range(60):
+        t += 2.0
+        for _ in range(10):
+            c.observe(obs("busy", 0, 0.5, 8, rng), t)
+        c.observe(obs("rare", 0, 0.5, 8, rng), t)
+        c.tick(t, {"p": 8})
+    assert c.route_status("busy")["batch_share"] == pytest.approx(10 / 11, abs=0.02)
+    c2 = SpeculationController(s, [RouteSpec("copy", "p", 0, 4), RouteSpec("chat", "p", 0, 4)], [PoolSpec("p", 4)])
+    for i in range(60):
+        c2.observe(obs("copy", 4, 0.95, 8, rng), 2.0 * i)
+        c2.observe(obs("chat", 4, 0.0, 8, rng), 2.0 * i)
+    c2.tick(120.0, {"p": 8})
+    assert c2.route_status("copy")["batch_share"] == pytest.approx(0.5, abs=0.01)
+
+
+def test_engine_step_counters_fit_the_step_time_and_replace_per_request_timing() -> None:
+    """Intervals of the engine's own counters (steps, request-steps, step time x batch, drafts) fit the true step
+    time across batch sizes; while they arrive, per-request timings (here deliberately wrong) are not used."""
+
+    def truth(batch: float, kbar: float) -> float:
+        return 0.012 + 0.00015 * max(0.0, batch * (1 + kbar) - 64)  # n-gram drafting: no cost of its own
+
+    c = controller()
+    rng = random.Random(4)
+    t = 0.0
+    for i in range(300):
+        t += 2.0
+        batch, kbar = 4 + (i * 7) % 90, (i % 5) * 0.8
+        steps = 200.0
+        assert c.observe_steps("p", steps, steps * batch, steps * batch * truth(batch, kbar), steps * batch * kbar, t)
+        # A request whose end-to-end time says each step took 2 ms: ignored while the engine reports.
+        c.observe(obs("r", 4, 0.6, batch, rng, lambda b, k: 0.002), t)
+    model = c.cost_model("p")
+    for batch, kbar in ((8, 0.0), (40, 2.0), (90, 3.2)):
+        assert model.predict(batch, kbar, 0) == pytest.approx(truth(batch, kbar), rel=0.05)
+    assert not c.observe_steps("p", 1, 10, 0.1, 0, t)  # too few request-steps to tell
+    assert not c.observe_steps("unknown", 100, 1000, 10.0, 0, t)
+
+
+def test_acceptance_evidence_under_a_schedule_is_the_per_step_drafts_alone() -> None:
+    """A request dispatched at k=4 whose steps drafted 4, then 2, then nothing (capped to 0 as the batch grew):
+    its evidence is the steps with drafts, each at its own k. Without per-step detail a scheduled request gives
+    none; an unscheduled one counts steps without drafts as rejections (an n-gram drafter that found nothing)."""
+    from dataclasses import replace
+
+    from specgate.controllers.controller import acceptance_evidence
+
+    spec = SpecStats(10, 5, 3, (), ((2, (0, 0, 1)), (4, (0, 1, 0, 0, 1))))
+    scheduled = Observation("r", "p", "e", 4, "engine", spec, 10, 30, None, None, 3, True, 1.0, scheduled=True)
+    assert acceptance_evidence(scheduled) == [((0, 0, 1), 2), ((0, 1, 0, 0, 1), 4)]
+    nothing = replace(scheduled, spec=SpecStats(0, 0, 0, (0, 0, 0, 0, 0)))
+    assert acceptance_evidence(nothing) == []
+    summary_only = replace(scheduled, spec=SpecStats(12, 3, 3, (1, 1, 0, 1, 0)))
+    assert acceptance_evidence(summary_only) == []
+    fixed = replace(summary_only, scheduled=False)
+    # 30 tokens, 3 of them accepted drafts: 26 decode steps; 3 carried drafts, 23 without count as rejections.
+    assert acceptance_evidence(fixed) == [((24, 1, 0, 1, 0), 4)]
+
+
+def test_steps_without_a_proposal_are_rejections_for_tokens_and_free_for_cost() -> None:
+    """The plugin's record of steps whose drafter proposed nothing (k 0 in the per-step detail): one token each, so
+    position 1 failed, and no drafts verified, so they lower the route's proposal rate. A request at one fixed k
+    tells the same from its decode steps without drafts; a scheduled one without detail tells nothing."""
+    from dataclasses import replace
+
+    from specgate.controllers.controller import acceptance_evidence, proposal_evidence
+
+    spec = SpecStats(10, 5, 3, (), ((0, (6,)), (2, (0, 0, 1)), (4, (0, 1, 0, 0, 1))))
+    scheduled = Observation("r", "p", "e", 4, "engine", spec, 10, 30, None, None, 3, True, 1.0, scheduled=True)
+    assert acceptance_evidence(scheduled) == [((6, 0), 1), ((0, 0, 1), 2), ((0, 1, 0, 0, 1), 4)]
+    assert proposal_evidence(scheduled) == (3, 6)
+    fixed = replace(scheduled, spec=SpecStats(12, 3, 3, (1, 1, 0, 1, 0)), scheduled=False)
+    assert proposal_evidence(fixed) == (3, 23)  # 26 decode steps, 3 with drafts
+    assert proposal_evidence(replace(fixed, scheduled=True)) == (0, 0)
+    assert proposal_evidence(replace(fixed, k_applied=0)) == (0, 0)
+    assert proposal_evidence(replace(fixed, spec=None)) == (0, 0)
+
+
+def test_a_route_whose_drafter_rarely_proposes_keeps_drafting_where_the_drafts_it_makes_pay() -> None:
+    """The same tokens per step, told apart only by how the steps without drafts are recorded: as the plugin's
+    no-proposal steps (k 0) or as k = 1 rejections. Charged only for the drafts made, the route that proposes on a
+    quarter of its steps keeps k > 0 at batch sizes where one charged k drafts on every step does not."""
+
+    def schedule(no_proposal: bool) -> tuple[tuple[int, int], ...]:
+        c, rng = controller(), random.Random(3)
+        for t in range(1, 121):
+            for _ in range(6):
+                h = hist(0.7, 4, 10, rng)
+                empty = (0, (30,)) if no_proposal else (1, (30, 0))
+                spec = SpecStats(40, sum(j * n for j, n in enumerate(h)), 10, (), tuple(sorted((empty, (4, h)))))
+                c.observe(Observation("r", "p", "e", 4, "engine", spec, 20, 60, 0.01, None, 7, True, None, True), t)
+            c.tick(float(t), {"p": 8})
+        return c.table().routes["r"].schedule
+
+    measured, as_if_always = schedule(True), schedule(False)
+    assert all(schedule_k(measured, b) >= schedule_k(as_if_always, b) for b in BATCH_GRID)
+    assert any(schedule_k(measured, b) > schedule_k(as_if_always, b) for b in BATCH_GRID)
+
+
+def test_kv_pressure_caps_every_schedule_at_once_and_the_log_says_why() -> None:
+    """Preemptions on the pool: the schedules drop to the cap in the same tick (past hysteresis and dwell, as a
+    safety rule), the decision log and route status say why, and exploration stays under the cap."""
+    from specgate.controllers.kv_pressure import KvReading
+
+    rng = random.Random(4)
+    c = controller(min_dwell_s=30.0, kv_cap=True)
+    drive(c, [(0.85, 4, 40)], rng)
+    assert max(k for _, k in c.table().routes["r"].schedule) >= 3
+    c.tick(81.0, {"p": 4}, {"p": KvReading(0.97, 2, 4096.0, 100.0)})  # 5% of the cache: 2 drafts each
+    schedule = c.table().routes["r"].schedule
+    assert max(k for _, k in schedule) <= 2
+    assert c.log[-1].reason.startswith("schedule: KV pressure: k <= 2") and c.log[-1].inputs["kv_cap"] == 2
+    status = c.route_status("r")
+    assert status["kv_cap"] == 2 and "preemption" in status["kv_reason"]
+    explore = c.table().routes["r"].explore_k
+    assert explore is None or explore <= 2
+    c.tick(82.0, {"p": 4}, {"p": KvReading(0.95, 0, 4096.0, 200.0)})
+    assert max(k for _, k in c.table().routes["r"].schedule) <= 1
+    off = controller()  # the default: the rule is off, readings change nothing
+    drive(off, [(0.85, 4, 40)], random.Random(4))
+    off.tick(81.0, {"p": 4}, {"p": KvReading(0.97, 2, 4096.0, 100.0)})
+    assert off.route_status("r")["kv_cap"] is None and off.kv_cap("p") == 4
+
+
+def test_a_new_route_starts_from_its_pools_measured_acceptance() -> None:
+    """The engines' per-position counters say drafts on this pool are accepted 80% of the time: a route seen for the
+    first time (its requests at k = 0 so far, so no evidence of its own) gets a schedule that drafts at low load;
+    without the loan (prior_weight 0) it stays at k = 0 until exploration measures it."""
+
+    def first_schedule(prior_weight: float) -> tuple[tuple[int, int], ...]:
+        c = controller(prior_weight=prior_weight)
+        c.observe_engine_acceptance("p", 1000, {0: 800, 1: 640, 2: 512, 3: 410}, 1.0)
+        c.observe(obs("r", 0, 0.0, 2, random.Random(1)), 1.0)
+        c.tick(2.0, {"p": 2})
+        return c.table().routes["r"].schedule
+
+    assert schedule_k(first_schedule(20.0), 1) >= 2
+    assert first_schedule(0.0) == ((1, 0),)
+
+
+def test_the_proposal_rate_can_be_turned_off() -> None:
+    """`proposal_rate: false` charges k drafts on every step again (the A/B in `specgate bench`)."""
+    c = controller(proposal_rate=False)
+    spec = SpecStats(40, 20, 10, (), ((0, (30,)), (4, (2, 2, 2, 2, 2))))
+    c.observe(Observation("r", "p", "e", 4, "engine", spec, 20, 60, 0.01, None, 7, True, None, True), 1.0)
+    assert c.estimator("r", "p").proposal_rate() < 0.5  # measured all the same
+    assert c._state(c._routes["r"], 0, 4).proposal_rate == 1.0
+    assert controller()._proposal_rate(controller()._routes["r"]) == 1.0  # no evidence yet: 1 either way

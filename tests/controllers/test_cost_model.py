@@ -192,3 +192,36 @@ def test_sample_validation_edges() -> None:
     model.update(StepSample(1, 0, 0, 0.01))  # a batch of one is a real step
     model.update(StepSample(1, 0, 0, 0.01))
     assert model.samples == 2
+
+
+def h100_eagle(b: float, kbar: float, kmax: float) -> float:
+    """SpecDecode-Bench's H100 + EAGLE predictor (offline/simulator.py's profile, 1,024 context tokens per request):
+    per-request work dominates (a draft token costs a third of a request), and a drafter that runs costs 2.1 ms."""
+    kv = b * 1024.0
+    draft = 2.135e-3 + 8.41e-7 * kmax + 2.38e-9 * kv if kmax > 0 else 0.0
+    return 1.207e-3 + 5.886e-3 + 2.101e-5 * b * (1.0 + kbar) + 3.926e-8 * kv + draft
+
+
+def test_fit_finds_the_shape_over_a_spread_of_batches() -> None:
+    """Intervals over a spread of batch sizes, with and without drafts: the fit leaves the gpu prior's shape (knee
+    64, a draft token costing a whole request) for the one the data shows, and predicts the surface."""
+    rng = random.Random(5)
+    model = StepCostModel("gpu")
+    for _ in range(300):
+        b, kbar = rng.uniform(1, 128), rng.choice([0.0, 0.0, 1.0, 2.5, 4.0])
+        kmax = 0.0 if kbar == 0 else 5.0
+        model.update(StepSample(b, kbar, kmax, h100_eagle(b, kbar, kmax) * rng.uniform(0.97, 1.03)))
+    c, knee = model.shape
+    assert c < 0.75 and knee < 64
+    for b, kbar, kmax in [(1, 0, 0), (1, 3, 5), (32, 2, 5), (96, 0, 0), (96, 4, 5)]:
+        assert model.predict(b, kbar, kmax) == pytest.approx(h100_eagle(b, kbar, kmax), rel=0.1)
+
+
+def test_shape_stays_the_priors_at_one_batch_size() -> None:
+    """At one load the shape cannot be seen: (c, knee) stay the prior's, only the coefficients move."""
+    rng = random.Random(6)
+    model = StepCostModel("gpu")
+    for _ in range(300):
+        kbar = rng.choice([1.0, 2.0, 4.0])
+        model.update(StepSample(24, kbar, 4, h100_eagle(24, kbar, 4) * rng.uniform(0.97, 1.03)))
+    assert model.shape == (DRAFT_COSTS["gpu"], KNEES["gpu"])

@@ -163,3 +163,51 @@ def test_evidence_halves_every_half_life() -> None:
     keep.observe((0, 0, 8), 2, 10.0)
     keep.decay_to(1e6)
     assert keep.evidence(1) == 8
+
+
+def test_proposal_rate_is_one_until_steps_without_a_proposal_are_seen_and_follows_the_traffic() -> None:
+    est = AcceptanceEstimator(4, half_life_s=10.0)
+    assert est.proposal_rate() == 1.0
+    est.observe_proposals(300, 0, 0.0)
+    assert est.proposal_rate() == 1.0
+    for t in range(1, 60):
+        est.observe_proposals(20, 80, float(t))  # chat-like text: one step in five finds a repeat
+    assert est.proposal_rate() == pytest.approx(0.2, abs=0.02)
+    for t in range(60, 120):
+        est.observe_proposals(90, 10, float(t))
+    assert est.proposal_rate() == pytest.approx(0.9, abs=0.02)
+
+
+@given(st.integers(0, 10_000), st.integers(0, 10_000))
+def test_proposal_rate_is_a_share_never_zero(proposed: int, unproposed: int) -> None:
+    est = AcceptanceEstimator(4)
+    est.observe_proposals(proposed, unproposed, 0.0)
+    q = est.proposal_rate()
+    assert 0.0 < q <= 1.0
+    if proposed + unproposed:
+        assert abs(q - proposed / (proposed + unproposed)) <= 1.0 / (proposed + unproposed + 1)
+
+
+def test_a_route_borrows_its_pools_acceptance_until_its_own_evidence_outweighs_it() -> None:
+    pool = AcceptanceEstimator(4)
+    pool.observe_positions([1000, 800, 640, 512], [800, 640, 512, 410], 0.0)  # 0.8 at every position
+    route = AcceptanceEstimator(4)
+    assert route.alpha(1) is None and route.expected_length(4) == 1.0
+    assert route.alpha(1, prior=pool, prior_weight=20) == pytest.approx(0.8)
+    # 20 borrowed trials: cautious (Wilson) but well above nothing.
+    assert 1.5 < route.expected_length(4, True, pool, 20) < pool.expected_length(4, True)
+    route.observe((400, 0, 0, 0, 0), 4, 0.0)  # its own text: every draft rejected
+    assert route.alpha(1, prior=pool, prior_weight=20) == pytest.approx(16 / 420)
+    assert route.expected_length(4, True, pool, 20) < 1.1  # position 1 decides: deeper ones still borrow
+    assert route.expected_length(4, True, pool, 0) == route.expected_length(4, True)  # weight 0: no loan
+
+
+@given(st.lists(st.integers(0, 500), min_size=4, max_size=4), st.floats(0, 100))
+def test_a_loan_never_leaves_the_unit_interval(counts: list[int], weight: float) -> None:
+    tried = sorted(counts, reverse=True)
+    pool = AcceptanceEstimator(4)
+    pool.observe_positions(tried, [t // 2 for t in tried], 0.0)
+    route = AcceptanceEstimator(4)
+    for i in range(1, 5):
+        a = route.alpha(i, pessimistic=True, prior=pool, prior_weight=weight)
+        assert a is None or 0.0 <= a <= 1.0

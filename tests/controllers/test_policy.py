@@ -170,3 +170,19 @@ def test_coordinate_ascent_sweeps_until_nothing_changes() -> None:
         (evaluate(routes, {"a": i, "b": j}, 2, step) for i in range(5) for j in range(5)), key=lambda x: x.goodput
     )
     assert best.ks == brute.ks and best.ks["a"] > 0
+
+
+def test_mean_drafts_per_step_count_only_steps_with_a_proposal() -> None:
+    """kbar = sum of share x proposal rate x k: a route proposing on 40% of its steps at k 4 drafts 1.6 per step."""
+    seen: list[float] = []
+
+    def step(b: float, kbar: float, kmax: float) -> float:
+        seen.append(kbar)
+        return 0.01
+
+    routes = [
+        RouteState("chat", 0.5, 0, 4, lengths(0.5), proposal_rate=0.4),
+        RouteState("code", 0.5, 0, 4, lengths(0.9)),
+    ]
+    evaluate(routes, {"chat": 4, "code": 2}, 8, step)
+    assert seen[0] == pytest.approx(0.5 * 0.4 * 4 + 0.5 * 2)

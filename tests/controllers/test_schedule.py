@@ -79,3 +79,27 @@ def test_schedules_stay_within_bounds_for_any_acceptance(a: float, b: float, sha
     assert all(0 <= k <= 4 for _, k in s["x"]) and all(1 <= k <= 3 for _, k in s["y"])
     assert s["x"][0][0] == 1 and s["y"][0][0] == 1
     assert all(p[0] < q[0] for sched in s.values() for p, q in pairwise(sched))
+
+
+def proposing(alpha: float, q: float, k_max: int = 4) -> tuple[float, ...]:
+    """Expected tokens per step of a drafter that proposes on a share q of steps: 1 + q (L(k) - 1)."""
+    return tuple(1 + q * (length - 1) for length in lengths(alpha, k_max))
+
+
+def test_a_drafter_that_rarely_proposes_is_charged_only_for_the_drafts_it_makes() -> None:
+    """Chat on an n-gram drafter: few steps find a repeat, so few carry drafts. Charged k drafts on every step, the
+    same tokens per step look too expensive past the knee; charged q k they pay further up the batch sizes."""
+    tokens = proposing(0.7, 0.25)
+    as_if_always = route_schedules([RouteState("chat", 1.0, 0, 4, tokens)], gpu_like)["chat"]
+    as_measured = route_schedules([RouteState("chat", 1.0, 0, 4, tokens, proposal_rate=0.25)], gpu_like)["chat"]
+    assert all(k_at(as_measured, b) >= k_at(as_if_always, b) for b in BATCH_GRID)
+    assert any(k_at(as_measured, b) > k_at(as_if_always, b) for b in BATCH_GRID)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.0, 0.99), st.floats(0.01, 1.0), st.sampled_from([1, 8, 32, 64, 96, 192]))
+def test_one_route_schedule_is_the_exact_optimum_for_any_proposal_rate(alpha: float, q: float, batch: int) -> None:
+    route = RouteState("r", 1.0, 0, 4, proposing(alpha, q), proposal_rate=q)
+    chosen = k_at(route_schedules([route], gpu_like)["r"], batch)
+    got = evaluate([route], {"r": chosen}, batch, gpu_like).goodput
+    assert all(got >= evaluate([route], {"r": k}, batch, gpu_like).goodput * (1 - 1e-6) for k in range(5))
