@@ -100,7 +100,9 @@ def engine_command(spec: EngineSpec) -> list[str]:
     if config:
         cmd += ["--speculative-config", json.dumps(config)]
         if spec.per_request_metrics:
-            cmd += ["--per-request-spec-decode-metrics", "summary"]
+            # detailed: the drafts and acceptances of every step, which a k schedule makes vary (the gateway
+            # learns acceptance per k from them; backends/vllm_response.py).
+            cmd += ["--per-request-spec-decode-metrics", "detailed"]
         if spec.plugin:
             cmd += ["--scheduler-cls", PLUGIN_CLASS]
     if spec.otlp_traces_endpoint:

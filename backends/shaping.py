@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specgate.backends.spec_cap import K_KEY, read_cap
+from specgate.backends.spec_cap import K_KEY, SCHEDULE_KEY, read_cap
 
 from specgate.errors import InvalidRequest
 
@@ -28,26 +28,35 @@ def client_k(body: dict[str, Any]) -> int | None:
     return cap
 
 
-def shape_request(body: dict[str, Any], *, cap: int | None, ask_usage: bool) -> bool:
-    """Set (or remove) the per-request k and ask for the final usage chunk. Returns True if changed.
+def shape_request(body: dict[str, Any], *, cap: int | None, ask_usage: bool, schedule: str | None = None) -> bool:
+    """Set (or remove) the per-request k and the k schedule, and ask for the final usage chunk. Returns True if
+    changed.
 
+    A schedule (`specgate_k_schedule`, backends/spec_cap.py) is the gateway's to send: one a client put in
+    `vllm_xargs` is removed, always (it would steer the engine around the route's bounds, pins and kill switch).
     Other `vllm_xargs` keys of the client pass through untouched.
     """
     changed = False
     xargs = body.get("vllm_xargs")
+    new = dict(xargs) if isinstance(xargs, dict) else {}
+    if SCHEDULE_KEY in new:
+        del new[SCHEDULE_KEY]
+        changed = True
+    if schedule is not None:
+        new[SCHEDULE_KEY] = schedule
+        changed = True
     if cap is not None:
-        new = dict(xargs) if isinstance(xargs, dict) else {}
         new[K_KEY] = cap
-        body["vllm_xargs"] = new
         changed = True
-    elif isinstance(xargs, dict) and K_KEY in xargs:
-        # The pool cannot apply a per-request k: do not send one it would silently ignore.
-        rest = {k: v for k, v in xargs.items() if k != K_KEY}
-        if rest:
-            body["vllm_xargs"] = rest
+    elif K_KEY in new:
+        # The pool cannot apply a per-request k (or the schedule says it): do not send one it would ignore.
+        del new[K_KEY]
+        changed = True
+    if changed:
+        if new:
+            body["vllm_xargs"] = new
         else:
-            del body["vllm_xargs"]
-        changed = True
+            body.pop("vllm_xargs", None)
     if ask_usage:
         options = body.get("stream_options")
         body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}

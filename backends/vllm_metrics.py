@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["ENGINE_SERIES", "EngineSnapshot", "SpecDelta", "parse_vllm_metrics", "spec_delta"]
+__all__ = [
+    "ENGINE_SERIES",
+    "EngineSnapshot",
+    "SpecDelta",
+    "StepDelta",
+    "parse_vllm_metrics",
+    "preemption_delta",
+    "spec_delta",
+    "step_delta",
+]
 
 _GAUGES = {
     "vllm:num_requests_running": "running",
@@ -25,8 +34,22 @@ _SPEC_COUNTERS = {
 }
 _PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 _ITL_BUCKETS = "vllm:inter_token_latency_seconds_bucket"
+# Engine steps: one inter-token latency per running request per step (its sum is step time x batch), and one
+# iteration per engine step. From their increments the controller fits step time against the batch the engine
+# really ran (controllers/step_evidence.py).
+_STEP_COUNTERS = {
+    "vllm:inter_token_latency_seconds_sum": "itl_sum",
+    "vllm:inter_token_latency_seconds_count": "itl_count",
+    "vllm:iteration_tokens_total_count": "iterations",
+}
+# Requests the scheduler preempted (KV cache full): they give up their KV blocks and recompute later.
+_PREEMPTIONS = "vllm:num_preemptions_total"
+# The cache's size, as labels of an info gauge (num_gpu_blocks, block_size).
+_CACHE_INFO = "vllm:cache_config_info"
 # Every vLLM series specgate reads: the scraper above, and the dashboards (dashboards/build.py).
-ENGINE_SERIES = frozenset({*_GAUGES, *_SPEC_COUNTERS, _PER_POS, _ITL_BUCKETS})
+ENGINE_SERIES = frozenset(
+    {*_GAUGES, *_SPEC_COUNTERS, _PER_POS, _ITL_BUCKETS, *_STEP_COUNTERS, _PREEMPTIONS, _CACHE_INFO}
+)
 
 
 @dataclass(slots=True)
@@ -39,6 +62,13 @@ class EngineSnapshot:
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
     accepted_per_pos: dict[int, float] = field(default_factory=dict)
+    # Step counters (None when the engine does not export them).
+    itl_sum: float | None = None
+    itl_count: float | None = None
+    iterations: float | None = None
+    preemptions: float | None = None
+    # Token slots of the KV cache (blocks x block size); None when the engine does not say.
+    kv_capacity_tokens: float | None = None
 
     @property
     def speculation_configured(self) -> bool:
@@ -60,9 +90,13 @@ def parse_vllm_metrics(text: str) -> EngineSnapshot:
             if name in _GAUGES:
                 attr = _GAUGES[name]
                 setattr(snap, attr, getattr(snap, attr) + sample.value)
-            elif name in _SPEC_COUNTERS:
-                attr = _SPEC_COUNTERS[name]
+            elif name in _SPEC_COUNTERS or name in _STEP_COUNTERS:
+                attr = _SPEC_COUNTERS.get(name) or _STEP_COUNTERS[name]
                 setattr(snap, attr, (getattr(snap, attr) or 0.0) + sample.value)
+            elif name == _PREEMPTIONS:
+                snap.preemptions = (snap.preemptions or 0.0) + sample.value
+            elif name == _CACHE_INFO:
+                snap.kv_capacity_tokens = _capacity(sample.labels) or snap.kv_capacity_tokens
             elif name == _PER_POS:
                 try:
                     pos = int(sample.labels.get("position", ""))
@@ -70,6 +104,14 @@ def parse_vllm_metrics(text: str) -> EngineSnapshot:
                     continue
                 snap.accepted_per_pos[pos] = snap.accepted_per_pos.get(pos, 0.0) + sample.value
     return snap
+
+
+def _capacity(labels: dict[str, str]) -> float | None:
+    try:
+        blocks, size = int(labels.get("num_gpu_blocks", "")), int(labels.get("block_size", ""))
+    except ValueError:
+        return None
+    return float(blocks * size) if blocks > 0 and size > 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +136,11 @@ def _inc(prev: float | None, cur: float | None) -> tuple[float, bool]:
     return cur - prev, False
 
 
+def preemption_delta(prev: EngineSnapshot | None, cur: EngineSnapshot) -> float:
+    """Preemptions since the last scrape (0 without one; after a restart, the new count)."""
+    return _inc(prev.preemptions if prev is not None else None, cur.preemptions)[0]
+
+
 def spec_delta(prev: EngineSnapshot | None, cur: EngineSnapshot) -> SpecDelta | None:
     """None without a previous scrape or without speculation; a restart counts from zero."""
     if prev is None or not cur.speculation_configured:
@@ -109,3 +156,33 @@ def spec_delta(prev: EngineSnapshot | None, cur: EngineSnapshot) -> SpecDelta | 
     if reset:
         drafts, tokens, accepted = cur.drafts or 0.0, cur.draft_tokens or 0.0, cur.accepted_tokens or 0.0
     return SpecDelta(drafts, tokens, accepted, per_pos, reset)
+
+
+@dataclass(frozen=True, slots=True)
+class StepDelta:
+    """Engine step counters' increments between two scrapes of one endpoint."""
+
+    iterations: float
+    request_steps: float
+    itl_sum_s: float
+    draft_tokens: float
+
+
+def _grew(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None or after < before else after - before
+
+
+def step_delta(prev: EngineSnapshot | None, cur: EngineSnapshot) -> StepDelta | None:
+    """None without a previous scrape, without the counters, or across a restart (counters went down: the interval
+    is not one the engine ran through)."""
+    if prev is None:
+        return None
+    iterations = _grew(prev.iterations, cur.iterations)
+    request_steps = _grew(prev.itl_count, cur.itl_count)
+    itl = _grew(prev.itl_sum, cur.itl_sum)
+    drafted = (
+        0.0 if prev.draft_tokens is None and cur.draft_tokens is None else _grew(prev.draft_tokens, cur.draft_tokens)
+    )
+    if iterations is None or request_steps is None or itl is None or drafted is None:
+        return None
+    return StepDelta(iterations, request_steps, itl, drafted)

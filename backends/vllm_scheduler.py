@@ -26,7 +26,7 @@ import inspect
 import logging
 from typing import Any
 
-from specgate.backends.spec_cap import read_limit
+from specgate.backends.spec_cap import SCHEDULE_KEY, read_limit
 from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 
@@ -87,6 +87,12 @@ class _SpecLimits:
         self.capped_steps = 0
         # Steps in which the drafter was told to draft fewer than the engine's k.
         self.narrowed_steps = 0
+        # Steps in which a scheduled request could draft but its drafter proposed nothing, recorded as verify steps
+        # with 0 drafts in the request's per-step metrics (see `_record_empty_proposal`).
+        self.empty_proposals = 0
+        # The drafter's k in the step that ran last (after narrowing).
+        self.drafting_k = self.max_k
+        self._detailed = getattr(self, "spec_decode_metrics_level", None) == "detailed"
         log.info(
             "specgate %s active (max k %d)", "SpecCapAsyncScheduler" if async_on else "SpecCapScheduler", self.max_k
         )
@@ -118,7 +124,31 @@ class _SpecLimits:
         if batch and widest < current:
             scheduler_output.num_spec_tokens_to_schedule = widest
             self.narrowed_steps += 1
+        self.drafting_k = min(widest, current) if batch else current
         return limits
+
+    def _record_empty_proposal(self, request: Any, batch: int) -> None:
+        """A request on a k schedule that may draft now, whose drafter (n-gram, suffix) proposed nothing: record a
+        verify step with 0 drafts and 0 accepted in its per-request metrics (`detailed`: a 0 in `per_step_drafted`).
+
+        Without it the gateway cannot tell a step capped to k = 0 by the schedule from one where nothing was
+        proposed (vLLM records only steps with drafts), and "nothing proposed" is what unpredictable text gives
+        an n-gram drafter: a collapse of acceptance that would otherwise go unseen. Only requests carrying a
+        schedule, only at the `detailed` level, only when the drafter ran in the last step: everything else keeps
+        vLLM's own accounting."""
+        metrics = getattr(request, "spec_decode_metrics", None)
+        params = request.sampling_params
+        extra = getattr(params, "extra_args", None) if params else None
+        if not self._detailed or metrics is None or not extra or SCHEDULE_KEY not in extra:
+            return
+        if self.drafting_k <= 0 or request.is_finished() or getattr(request, "is_prefill_chunk", False):
+            return
+        if request.num_output_tokens < 1:
+            return
+        k = self._limit(request, batch)
+        if k is not None and k > 0:
+            metrics.observe(num_draft_tokens=0, num_accepted=0, detailed=True)
+            self.empty_proposals += 1
 
 
 class SpecCapScheduler(_SpecLimits, Scheduler):
@@ -138,7 +168,10 @@ class SpecCapScheduler(_SpecLimits, Scheduler):
         batch = len(self.running)
         for req_id in draft_token_ids.req_ids:
             request = self.requests.get(req_id)
-            if request is None or not request.spec_token_ids:
+            if request is None:
+                continue
+            if not request.spec_token_ids:
+                self._record_empty_proposal(request, batch)
                 continue
             k = self._limit(request, batch)
             if k is not None and len(request.spec_token_ids) > k:

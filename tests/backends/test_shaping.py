@@ -22,6 +22,18 @@ def test_no_cap_strips_only_k() -> None:
     assert not shape_request({"x": 1}, cap=None, ask_usage=False)
 
 
+def test_schedule_is_the_gateways_alone() -> None:
+    body = {"vllm_xargs": {"foo": 1, "specgate_k_schedule": "1:16", "num_speculative_tokens": 4}}
+    assert shape_request(body, cap=None, ask_usage=False, schedule="1:4,24:1")
+    assert body["vllm_xargs"] == {"foo": 1, "specgate_k_schedule": "1:4,24:1"}
+    body = {"vllm_xargs": {"specgate_k_schedule": "1:16"}}
+    assert shape_request(body, cap=None, ask_usage=False)  # a client's schedule never reaches the engine
+    assert "vllm_xargs" not in body
+    body = {"vllm_xargs": {"specgate_k_schedule": "1:16"}}
+    shape_request(body, cap=2, ask_usage=False)
+    assert body["vllm_xargs"] == {"num_speculative_tokens": 2}
+
+
 def test_ask_usage_keeps_other_stream_options() -> None:
     body = {"stream_options": {"continuous_usage_stats": False}}
     shape_request(body, cap=None, ask_usage=True)

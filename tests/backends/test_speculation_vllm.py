@@ -275,3 +275,37 @@ def test_json_true_reaches_the_plugin_as_one(engine: EngineSpec) -> None:
     # vLLM coerces a JSON `true` in vllm_xargs to 1 before the plugin sees it (measured: 2 drafts instead of 8 on
     # this prompt): the gateway therefore refuses booleans itself (400, test_malformed_client_k_is_a_clear_400).
     assert _drafted(engine, {"num_speculative_tokens": True}) == _drafted(engine, {"num_speculative_tokens": 1})
+
+
+def test_step_counters_give_the_batch_drafts_and_step_time_the_engine_ran(engine: EngineSpec) -> None:
+    """vLLM's own counters over an interval (controllers/step_evidence.py): six concurrent requests capped at k=2 ->
+    a mean batch above one and at most six, at most two drafts per request-step, a step time in the range the
+    end-to-end time allows."""
+    from specgate.backends.vllm_metrics import step_delta
+
+    before = parse_vllm_metrics(httpx.get(f"{engine.url}/metrics", timeout=10).text)
+    body = {
+        "model": MODEL,
+        "prompt": COPY_PROMPT,
+        "max_tokens": 64,
+        "temperature": 0,
+        "ignore_eos": True,
+        "vllm_xargs": {"num_speculative_tokens": 2},
+    }
+
+    async def load() -> float:
+        async with httpx.AsyncClient(base_url=engine.url, timeout=120) as client:
+            started = time.monotonic()
+            answers = await asyncio.gather(*(client.post("/v1/completions", json=body) for _ in range(6)))
+            assert all(a.status_code == 200 for a in answers)
+            return time.monotonic() - started
+
+    elapsed = asyncio.run(load())
+    after = parse_vllm_metrics(httpx.get(f"{engine.url}/metrics", timeout=10).text)
+    delta = step_delta(before, after)
+    assert delta is not None and delta.iterations > 0
+    batch = delta.request_steps / delta.iterations
+    assert 1.0 < batch <= 6.0
+    assert 0 < delta.draft_tokens <= 2 * delta.request_steps
+    step_s = delta.itl_sum_s / delta.request_steps
+    assert 0.0 < step_s < elapsed

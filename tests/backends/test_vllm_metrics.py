@@ -22,6 +22,16 @@ vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",pos
 vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="1"} 7.0
 vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="2"} 5.0
 vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="3"} 4.0
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.01",model_name="m"} 100.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="m"} 120.0
+vllm:inter_token_latency_seconds_count{engine="0",model_name="m"} 120.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="m"} 1.5
+# TYPE vllm:iteration_tokens_total histogram
+vllm:iteration_tokens_total_bucket{engine="0",le="1.0",model_name="m"} 5.0
+vllm:iteration_tokens_total_bucket{engine="0",le="+Inf",model_name="m"} 40.0
+vllm:iteration_tokens_total_count{engine="0",model_name="m"} 40.0
+vllm:iteration_tokens_total_sum{engine="0",model_name="m"} 900.0
 # TYPE other_metric gauge
 other_metric 7
 """
@@ -33,6 +43,7 @@ def test_parse_sample() -> None:
     assert (s.drafts, s.draft_tokens, s.accepted_tokens) == (10.0, 40.0, 25.0)
     assert s.accepted_per_pos == {0: 9.0, 1: 7.0, 2: 5.0, 3: 4.0}
     assert s.speculation_configured and s.max_k == 4
+    assert (s.itl_sum, s.itl_count, s.iterations) == (1.5, 120.0, 40.0)
 
 
 def test_without_speculation() -> None:
@@ -59,3 +70,38 @@ def test_spec_delta_and_restart() -> None:
     assert r.accepted_per_pos == {0: 2, 1: 1}
     assert spec_delta(None, b) is None
     assert spec_delta(a, EngineSnapshot()) is None
+
+
+def test_step_delta_and_restart() -> None:
+    from specgate.backends.vllm_metrics import EngineSnapshot, StepDelta, step_delta
+
+    a = EngineSnapshot(draft_tokens=40, itl_sum=1.5, itl_count=120, iterations=40)
+    b = EngineSnapshot(draft_tokens=240, itl_sum=3.5, itl_count=220, iterations=60)
+    assert step_delta(a, b) == StepDelta(20, 100, 2.0, 200)
+    assert step_delta(None, b) is None
+    assert step_delta(b, a) is None  # counters went down: a restart, not an interval
+    assert step_delta(EngineSnapshot(), b) is None  # an engine without these counters
+    plain = step_delta(
+        EngineSnapshot(itl_sum=0, itl_count=0, iterations=0), EngineSnapshot(itl_sum=1, itl_count=9, iterations=3)
+    )
+    assert plain == StepDelta(3, 9, 1, 0)  # no speculation: no drafts
+
+
+def test_kv_cache_size_and_preemptions() -> None:
+    """The cache size comes from the labels of vLLM's `cache_config_info` gauge; preemptions are a counter whose
+    restart counts from zero. Without them: unknown, not zero."""
+    from specgate.backends.vllm_metrics import preemption_delta
+
+    text = (
+        "# TYPE vllm:cache_config_info gauge\n"
+        'vllm:cache_config_info{block_size="128",engine="0",num_gpu_blocks="24",cache_dtype="auto"} 1.0\n'
+        "# TYPE vllm:num_preemptions counter\n"
+        'vllm:num_preemptions_total{engine="0",model_name="m"} 7.0\n'
+    )
+    snap = parse_vllm_metrics(text)
+    assert snap.kv_capacity_tokens == 24 * 128 and snap.preemptions == 7.0
+    later = parse_vllm_metrics(text.replace("} 7.0", "} 10.0"))
+    assert preemption_delta(snap, later) == 3.0 and preemption_delta(None, later) == 0.0
+    assert preemption_delta(later, snap) == 7.0  # restarted: the new count
+    bare = parse_vllm_metrics('vllm:cache_config_info{block_size="x",num_gpu_blocks="24"} 1\n')
+    assert bare.kv_capacity_tokens is None and bare.preemptions is None

@@ -25,6 +25,22 @@ def test_parse_good() -> None:
     assert parse_usage(GOOD) == (7, 40)
 
 
+def test_detailed_per_step_arrays_group_steps_by_their_drafts() -> None:
+    """Under a k schedule the drafts per step vary: each step is filed under the drafts it had, none under the
+    request's max. vLLM lists only steps with drafts; a 0 is the plugin's record of a step whose drafter proposed
+    nothing, filed under k 0 (the controller counts it as a rejection at position 1 and as a step without a
+    proposal)."""
+    sd = dict(GOOD["metrics"]["speculative_decoding"])  # type: ignore[index]  # a literal of known shape
+    sd.update(per_step_drafted=[4, 4, 2, 0, 2, 4], per_step_accepted=[4, 1, 2, 0, 0, 0])
+    stats = parse_spec_metrics({"metrics": {"speculative_decoding": sd}})
+    assert stats is not None
+    assert stats.by_k == ((0, (1,)), (2, (1, 0, 1)), (4, (1, 1, 0, 0, 1)))
+    for drafted, accepted in (([4, 2], [1]), ([4, "x"], [1, 1]), ([2], [3]), (None, [1]), ([-1], [0])):
+        sd.update(per_step_drafted=drafted, per_step_accepted=accepted)
+        broken = parse_spec_metrics({"metrics": {"speculative_decoding": sd}})
+        assert broken is not None and broken.by_k == () and broken.histogram == (5, 1, 0, 0, 2)
+
+
 @pytest.mark.parametrize(
     "obj",
     [

@@ -165,3 +165,47 @@ def test_async_placeholders_follow_each_requests_limit(monkeypatch: pytest.Monke
 def test_engine_without_speculation_caps_everything_to_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     plugin = _plugin(monkeypatch, async_scheduling=False, max_k=None)
     assert plugin.max_k == 0
+
+
+def test_empty_proposals_of_scheduled_requests_are_recorded_as_steps_without_drafts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM records only steps that carried drafts; under a schedule a step capped to 0 and a step whose n-gram
+    drafter found nothing would look alike. The plugin records the second kind (the request could draft, the
+    drafter ran, it proposed nothing) as a step with 0 drafts, in `detailed` per-request metrics only."""
+    from vllm.v1.metrics.stats import RequestSpecDecodeMetrics
+
+    _stub_base(monkeypatch, async_scheduling=False, max_k=4)
+    monkeypatch.setattr(vllm_scheduler.Scheduler, "spec_decode_metrics_level", "detailed", raising=False)
+    plugin = SpecCapScheduler()
+
+    def request(extra: dict[str, Any] | None, *, prefill: bool = False, outputs: int = 3) -> SimpleNamespace:
+        r = _request([], extra)
+        r.is_prefill_chunk = prefill
+        r.num_output_tokens = outputs
+        r.is_finished = lambda: False
+        r.spec_decode_metrics = RequestSpecDecodeMetrics.new(4)
+        return r
+
+    plugin.requests = {
+        "may-draft": request(SCHEDULE),
+        "capped-to-0": request({"specgate_k_schedule": "1:0"}),
+        "fixed-cap": request({"num_speculative_tokens": 2}),
+        "no-limit": request(None),
+        "prefilling": request(SCHEDULE, prefill=True),
+        "first-token": request(SCHEDULE, outputs=0),
+    }
+    plugin.running = [object()] * 2  # the schedule says k=4 at batch 2
+    plugin.update_draft_token_ids(SimpleNamespace(req_ids=list(plugin.requests)))
+    recorded = {name: r.spec_decode_metrics.to_dict() for name, r in plugin.requests.items()}
+    assert recorded["may-draft"]["per_step_drafted"] == [0] and recorded["may-draft"]["num_spec_steps"] == 1
+    assert all(recorded[n]["num_spec_steps"] == 0 for n in recorded if n != "may-draft")
+    assert plugin.empty_proposals == 1
+    plugin.drafting_k = 0  # the last step's drafter was told to draft nothing: nothing could be proposed
+    plugin.update_draft_token_ids(SimpleNamespace(req_ids=["may-draft"]))
+    assert plugin.empty_proposals == 1
+    monkeypatch.setattr(vllm_scheduler.Scheduler, "spec_decode_metrics_level", "summary", raising=False)
+    summary = SpecCapScheduler()
+    summary.requests, summary.running = {"may-draft": request(SCHEDULE)}, [object()]
+    summary.update_draft_token_ids(SimpleNamespace(req_ids=["may-draft"]))
+    assert summary.empty_proposals == 0  # vLLM's own accounting stays as it is below `detailed`
