@@ -185,16 +185,24 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: str | N
 
     @router.get("/pools/{name}/schedules")
     async def schedules(name: str, request: Request) -> Response:
-        """k by batch size that the measurements imply: per route (what the scheduler plugin applies per step) and
-        one route-blind table for engines without the plugin, ready for vLLM's `--speculative-config`."""
+        """k by batch size that the measurements imply now: per route, and one route-blind table for engines
+        without the plugin, ready for vLLM's `--speculative-config`; and the schedules in force (what requests
+        carry: the scheduler plugin applies them per step, other pools read them at dispatch)."""
         check(request)
         if name not in {p.name for p in loop.config.pools}:
             raise PoolNotFound(f"no pool named '{name}'", param="name")
         per_route, table = controller.schedules(name)
+        in_force = loop.dispatcher.table.routes
         return _ok(
             {
                 "pool": name,
                 "routes": {route: encode_schedule(s) for route, s in per_route.items()},
+                # What requests carry now (behind hysteresis and dwell); null: static mode, a fixed k.
+                "in_force": {
+                    route: None if (s := in_force[route].schedule) is None else encode_schedule(s)
+                    for route in per_route
+                    if route in in_force
+                },
                 "num_speculative_tokens_per_batch_size": [list(row) for row in table],
             }
         )

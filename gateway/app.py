@@ -23,7 +23,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from specgate.backends.monitor import EndpointMonitor
 from specgate.backends.pool import Endpoint, Pool, PoolSet
 from specgate.backends.state_store import make_store
-from specgate.backends.vllm_metrics import EngineSnapshot, spec_delta
+from specgate.backends.vllm_metrics import EngineSnapshot, preemption_delta, spec_delta, step_delta
+from specgate.controllers.kv_pressure import KvReading
 from specgate.controllers.observations import Observation, ObservationSink
 from specgate.gateway.admin import admin_router
 from specgate.gateway.auth import Authenticator, RateLimiter, presented_key
@@ -146,9 +147,19 @@ class Gateway:
         self.metrics.endpoint_healthy.labels(ep.pool, ep.url).set(1 if ep.healthy else 0)
 
     def _on_snapshot(self, ep: Endpoint, previous: EngineSnapshot | None, snap: EngineSnapshot) -> None:
+        steps = step_delta(previous, snap)
+        if steps is not None:
+            self.control.engine_steps(ep.pool, steps)
+        preempted = preemption_delta(previous, snap)
+        self.control.engine_kv(ep.pool, KvReading(snap.kv_usage, preempted, snap.kv_capacity_tokens, snap.running))
+        if previous is None and snap.drafts:
+            # The first scrape of an engine: its counters since it started are the pool's acceptance history, which
+            # routes borrow from (a restarted gateway does not start every route from nothing).
+            self.control.engine_acceptance(ep.pool, snap.drafts, snap.accepted_per_pos)
         delta = spec_delta(previous, snap)
         if delta is None:
             return
+        self.control.engine_acceptance(ep.pool, delta.drafts, delta.accepted_per_pos)
         m = self.metrics
         m.engine_draft_tokens.labels(ep.pool, ep.url).inc(delta.draft_tokens)
         m.engine_accepted_tokens.labels(ep.pool, ep.url).inc(delta.accepted_tokens)
@@ -212,6 +223,8 @@ class Gateway:
             m.child(m.spec_draft_tokens, obs.route, obs.pool).inc(obs.spec.draft_tokens)
             m.child(m.spec_accepted_tokens, obs.route, obs.pool).inc(obs.spec.accepted_tokens)
             m.child(m.spec_verify_steps, obs.route, obs.pool).inc(obs.spec.verify_steps)
+            for k, hist in obs.spec.by_k:
+                m.child(m.spec_steps_by_k, obs.route, str(k)).inc(sum(hist))
         dropped = self.sink.dropped
         self.sink.put(obs)
         if self.sink.dropped > dropped:

@@ -399,7 +399,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     report = run_bench(
-        args.engine, args.model, args.max_k, Path(args.out) if args.out else None, phases, policies=policies
+        args.engine,
+        args.model,
+        args.max_k,
+        Path(args.out) if args.out else None,
+        phases,
+        policies=policies,
+        warm_up_s=args.warm_up_seconds,
     )
     print("| policy | " + " | ".join(p.name for p in phases) + " | whole run |")
     print("|---|" + "---|" * (len(phases) + 1))
@@ -530,12 +536,19 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--model", default=DEFAULT_SERVED_NAME, help="the engine's served model name")
     bench.add_argument("--max-k", type=int, default=4)
     bench.add_argument("--phase-seconds", type=float, help="override each phase's length")
+    bench.add_argument(
+        "--warm-up-seconds",
+        type=float,
+        default=20.0,
+        help="load sent to the engine directly before the first policy, measured by none (default 20; 0: none)",
+    )
     bench.add_argument("--out", help="JSON result file")
     bench.add_argument(
         "--policy",
         action="append",
-        help="'adaptive' or 'static-kN' (N up to --max-k), in the order to run (repeatable; any subset; "
-        "default: static-k0, static-kMAX, adaptive)",
+        help="'adaptive' (as shipped), 'adaptive-prior' or 'adaptive-no-proposal-rate' (variants), or 'static-kN' "
+        "(N up to --max-k), in the order to run, each through a fresh gateway (repeatable; any subset; default: "
+        "static-k0, static-kMAX, adaptive)",
     )
     bench.set_defaults(fn=cmd_bench)
 

@@ -224,7 +224,10 @@ class GenerationHandler:
             m.child(m.spec_requests, plan.route, plan.pool.name, str(plan.k)).inc()
             if plan.explored:
                 m.child(m.explored_requests, plan.route).inc()
-            out = _encode({"x-specgate-route": plan.route, "x-specgate-k": str(plan.k), **limit_headers})
+            shown = {"x-specgate-route": plan.route, "x-specgate-k": str(plan.k)}
+            if plan.schedule is not None:
+                shown["x-specgate-k-schedule"] = plan.schedule
+            out = _encode({**shown, **limit_headers})
             n = parsed.body.get("n") or 1
             endpoint = result.endpoint.url
             if isinstance(result, RelayResult):

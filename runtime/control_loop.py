@@ -13,12 +13,15 @@ import time
 from collections.abc import Mapping
 
 from specgate.backends.pool import PoolSet
+from specgate.backends.vllm_metrics import StepDelta
 from specgate.backends.webhooks import Alert
 from specgate.controllers.controller import acceptance_evidence
 from specgate.controllers.decisions import DecisionTable
 from specgate.controllers.drift import DriftEvent, position_trials
+from specgate.controllers.kv_pressure import KvReading
 from specgate.controllers.observations import Observation, ObservationSink
 from specgate.controllers.picker import running_requests
+from specgate.controllers.schedule import BATCH_GRID
 from specgate.controllers.speedup import SpeedupMeter
 from specgate.runtime.alerts import AlertDispatcher
 from specgate.runtime.coordination import Coordinator, LeaderState, Turn
@@ -55,6 +58,8 @@ class ControlLoop:
         self._firing: dict[str, Alert] = {}
         self._break_even: dict[str, float | None] = {}
         self.speedup = SpeedupMeter()
+        # Per pool since the last tick: the highest KV cache use an endpoint reported, and preemptions.
+        self._kv: dict[str, KvReading] = {}
         self._task: asyncio.Task[None] | None = None
         # Shares observations and decisions with other replicas (runtime/coordination.py).
         self.coordinator = coordinator
@@ -130,6 +135,34 @@ class ControlLoop:
         c.paused = admin.get("paused") == "1"
         c.kill_switch = admin.get("kill_switch") == "1"
 
+    def engine_steps(self, pool: str, delta: StepDelta) -> None:
+        """An endpoint's step counters since its last scrape: step-time evidence for the pool's cost model."""
+        used = self.controller.observe_steps(
+            pool, delta.iterations, delta.request_steps, delta.itl_sum_s, delta.draft_tokens, time.monotonic()
+        )
+        if used:
+            self.metrics.engine_step_samples.labels(pool).inc()
+
+    def engine_acceptance(self, pool: str, drafts: float, accepted_per_pos: Mapping[int, float]) -> None:
+        """An endpoint's speculation counters since its last scrape: the pool's acceptance, which new routes start
+        from (controller.prior_weight)."""
+        self.controller.observe_engine_acceptance(pool, drafts, accepted_per_pos, time.monotonic())
+
+    def engine_kv(self, pool: str, reading: KvReading) -> None:
+        """An endpoint's KV state at a scrape (its preemptions since the last one): the pool's KV pressure, merged
+        over its endpoints until the next tick (highest use and running, preemptions summed, smallest cache)."""
+        seen = self._kv.get(pool)
+        if seen is None:
+            self._kv[pool] = reading
+            return
+        sizes = [c for c in (seen.capacity_tokens, reading.capacity_tokens) if c is not None]
+        self._kv[pool] = KvReading(
+            max(seen.usage, reading.usage),
+            seen.preemptions + reading.preemptions,
+            min(sizes) if sizes else None,
+            max(seen.running, reading.running),
+        )
+
     def pool_batches(self, now: float) -> dict[str, float | None]:
         """Mean running requests per healthy endpoint of each pool; None when no fresh scrape exists."""
         out: dict[str, float | None] = {}
@@ -146,7 +179,8 @@ class ControlLoop:
             self.controller.observe(obs, now)
             self.speedup.add(obs.route, obs.k_applied, obs.completion_tokens, obs.e2e_s)
             self._watch_drift(obs)
-        table = self.controller.tick(now, self.pool_batches(now))
+        kv, self._kv = self._kv, {}
+        table = self.controller.tick(now, self.pool_batches(now), kv)
         self.metrics.controller_ticks.inc()
         self.last_tick_at = time.time()
         self.metrics.last_tick.set(self.last_tick_at)
@@ -219,6 +253,8 @@ class ControlLoop:
         self.metrics.decision_version.set(table.version)
         for name, decision in table.routes.items():
             self.metrics.route_k.labels(name).set(decision.k)
+            for batch in BATCH_GRID:
+                self.metrics.route_schedule_k.labels(name, str(batch)).set(decision.k_at(batch))
 
     def _export(self) -> None:
         m = self.metrics
@@ -237,6 +273,7 @@ class ControlLoop:
                     m.route_position_acceptance.labels(name, str(i)).set(rate)
         for pool in self.config.pools:
             m.cost_fit_quality.labels(pool.name).set(c.cost_model(pool.name).fit_quality)
+            m.pool_k_cap.labels(pool.name).set(c.kv_cap(pool.name))
         for name in c.route_names():
             be = self._break_even[name] = c.break_even(name)
             if be is not None:

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import orjson
+from specgate.backends.spec_cap import encode_schedule, parse_schedule
 from specgate.backends.state_store import StateStore, StoreUnavailable
 from specgate.controllers.controller import DecisionRecord
 from specgate.controllers.decisions import DecisionTable, RouteDecision
@@ -57,11 +58,16 @@ def decode_observation(raw: bytes) -> Observation | None:
         spec = data.pop("spec")
         if spec is not None:
             spec = SpecStats(
-                spec["draft_tokens"], spec["accepted_tokens"], spec["verify_steps"], tuple(spec["histogram"])
+                spec["draft_tokens"],
+                spec["accepted_tokens"],
+                spec["verify_steps"],
+                tuple(spec["histogram"]),
+                # Per-step evidence under a k schedule; absent in observations of replicas from before it.
+                tuple((int(k), tuple(int(c) for c in hist)) for k, hist in spec.get("by_k", ())),
             )
         # Keys of another version (a rolling upgrade) are dropped rather than losing the whole observation.
         return Observation(spec=spec, **{k: v for k, v in data.items() if k in _OBSERVATION_FIELDS})
-    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         return None  # another version's shape or garbage: skip it rather than stop the controller
 
 
@@ -72,18 +78,41 @@ def encode_table(table: DecisionTable, leader: str) -> bytes:
             "fallback_k": table.fallback_k,
             "leader": leader,
             "routes": {
-                name: {"k": d.k, "reason": d.reason, "explore_k": d.explore_k, "explore_share": d.explore_share}
+                name: {
+                    "k": d.k,
+                    "reason": d.reason,
+                    "explore_k": d.explore_k,
+                    "explore_share": d.explore_share,
+                    "schedule": None if d.schedule is None else encode_schedule(d.schedule),
+                }
                 for name, d in table.routes.items()
             },
         }
     )
 
 
+def _schedule(raw: object) -> tuple[tuple[int, int], ...] | None:
+    """A schedule from the shared table, in the plugin's wire form; None when absent (a table written before
+    schedules, or static mode). A malformed one refuses the table as a whole, like any other bad field."""
+    if raw is None:
+        return None
+    points = parse_schedule(raw) if isinstance(raw, str) else None
+    if points is None:
+        raise ValueError("schedule")
+    return points
+
+
 def decode_table(raw: bytes) -> DecisionTable | None:
     try:
         data = orjson.loads(raw)
         routes = {
-            name: RouteDecision(int(d["k"]), str(d["reason"]), d.get("explore_k"), float(d.get("explore_share", 0)))
+            name: RouteDecision(
+                int(d["k"]),
+                str(d["reason"]),
+                d.get("explore_k"),
+                float(d.get("explore_share", 0)),
+                _schedule(d.get("schedule")),
+            )
             for name, d in data["routes"].items()
         }
         return DecisionTable(int(data["version"]), MappingProxyType(routes), int(data.get("fallback_k", 0)))

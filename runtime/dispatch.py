@@ -6,14 +6,18 @@ request -> features -> route -> decision table -> actuator (pool + per-request c
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from specgate.backends.pool import Pool, PoolSet
 from specgate.backends.shaping import client_k, shape_request
+from specgate.backends.spec_cap import encode_schedule
 from specgate.controllers.actuator import PoolOption, actuate
 from specgate.controllers.decisions import DecisionTable, static_table
+from specgate.controllers.picker import running_requests
 from specgate.controllers.routing import RequestFeatures, select_route
 from specgate.runtime.requests import ParsedRequest
 from specgate.runtime.settings import route_bounds, route_rules
@@ -21,7 +25,7 @@ from specgate.runtime.settings import route_bounds, route_rules
 from specgate.config import GatewayConfig
 from specgate.errors import InvalidRequest, ModelNotFound
 
-__all__ = ["Dispatcher", "Plan", "request_features"]
+__all__ = ["Dispatcher", "Plan", "joining_batch", "request_features"]
 
 ROUTE_HEADER = "x-specgate-route"
 _HEAD_CHARS = 2048
@@ -36,6 +40,8 @@ class Plan:
     # The client asked for the final usage chunk itself (else the gateway drops it after reading it).
     client_usage: bool
     explored: bool = False
+    # The k schedule sent to the engine's scheduler plugin (backends/spec_cap.py's form), if any.
+    schedule: str | None = None
 
 
 def _text(content: Any) -> str:
@@ -117,17 +123,28 @@ class Dispatcher:
         return pools
 
     def plan(self, req: ParsedRequest, headers: Mapping[str, str], tenant: str | None = None) -> Plan:
+        """Route, pool and k. k comes from the route's schedule: pools with the scheduler plugin get the whole
+        schedule and apply it at every engine step from their live batch; for the others (and to choose among pool
+        tiers) the schedule is read at the batch the request joins now. A client's own k (when allowed) and an
+        exploration request take one fixed k for the request's life."""
         route = self.choose_route(req, headers, tenant)
         pools = self.candidate_pools(req.model, route)
         asked_k = client_k(req.body)
         explored = False
+        schedule = None
         if asked_k is not None and self._routing.allow_client_k:
             desired = asked_k
         else:
             decision = self.table.routes.get(route)
-            desired = self.table.k_for(route)
-            if decision is not None and decision.explore_k is not None and self._random() < decision.explore_share:
+            if decision is None:
+                desired = self.table.fallback_k
+            elif decision.explore_k is not None and self._random() < decision.explore_share:
                 desired, explored = decision.explore_k, True
+            else:
+                desired = decision.k_at(joining_batch(pools))
+                # A constant schedule (a pin, the kill switch, stale inputs) is a fixed cap: sent as one, so the
+                # request's evidence and vLLM's accounting stay those of a fixed k.
+                schedule = decision.schedule if decision.schedule and len(decision.schedule) > 1 else None
         options = [
             PoolOption(
                 p.config.speculation.max_k,
@@ -138,9 +155,36 @@ class Dispatcher:
         ]
         act = actuate(desired, options)
         pool = pools[act.pool_index]
+        # The plugin takes the schedule instead of a fixed cap: the k at each step follows the engine's batch.
+        sent = _encoded(schedule) if schedule is not None and act.cap is not None else None
         ask_usage = req.stream and not req.include_usage
-        if shape_request(req.body, cap=act.cap, ask_usage=ask_usage):
+        if shape_request(req.body, cap=None if sent else act.cap, ask_usage=ask_usage, schedule=sent):
             req.modified = True
         return Plan(
-            route, pool, act.applied_k, act.cap, client_usage=req.include_usage or not req.stream, explored=explored
+            route,
+            pool,
+            act.applied_k,
+            act.cap,
+            client_usage=req.include_usage or not req.stream,
+            explored=explored,
+            schedule=sent,
         )
+
+
+@lru_cache(maxsize=1024)
+def _encoded(schedule: tuple[tuple[int, int], ...]) -> str:
+    return encode_schedule(schedule)
+
+
+def joining_batch(pools: Sequence[Pool]) -> int:
+    """The batch a request dispatched now joins: the least-loaded available endpoint of the pools (where the
+    picker sends it) plus the request itself. Running requests are this gateway's outstanding ones, or the
+    engine's last scrape when larger and fresh (other replicas' requests are in it)."""
+    now = time.monotonic()
+    loads = [
+        running_requests(load.outstanding, load.running)
+        for pool in pools
+        for load in (ep.load(now, pool.stale_after_s) for ep in pool.endpoints)
+        if load.healthy
+    ]
+    return int(min(loads, default=0.0)) + 1

@@ -201,6 +201,19 @@ class GatewayMetrics:
             ["route", "pool"],
             registry=r,
         )
+        self.spec_steps_by_k = Counter(
+            "specgate_spec_steps_by_k",
+            "Verify steps by the drafts they carried (per-step engine metrics): the k the engine applied, step by"
+            " step, under the route's schedule; k 0: steps whose drafter proposed nothing.",
+            ["route", "k"],
+            registry=r,
+        )
+        self.route_schedule_k = Gauge(
+            "specgate_route_schedule_k",
+            "The route's k schedule in force: k for a step of `batch` requests or more (up to the next batch label).",
+            ["route", "batch"],
+            registry=r,
+        )
         self.spec_observations = Counter(
             "specgate_spec_observations",
             "Finished requests observed, by where their numbers came from (engine, chunks, none).",
@@ -313,6 +326,20 @@ class GatewayMetrics:
             ["pool"],
             registry=r,
         )
+        self.pool_k_cap = Gauge(
+            "specgate_pool_k_cap",
+            "Largest k the pool's schedules may take under KV pressure (its max k when no cap holds or the rule is"
+            " off).",
+            ["pool"],
+            registry=r,
+        )
+        self.engine_step_samples = Counter(
+            "specgate_engine_step_samples_total",
+            "Step-time samples the controller fitted from engines' step counters (one per endpoint per scrape with"
+            " enough steps); while they arrive, per-request timings do not feed the pool's step-time fit.",
+            ["pool"],
+            registry=r,
+        )
         self.drift_state = Gauge(
             "specgate_drift_state",
             "Drift detector state per route: 0 learning the baseline, 1 ok, 2 firing.",
@@ -401,6 +428,7 @@ class GatewayMetrics:
         (not "no data") for errors, retries, disconnects and deliveries that have not happened yet."""
         for pool in pools:
             self.retries.labels(pool)
+            self.engine_step_samples.labels(pool)
             for reason in UPSTREAM_ERROR_REASONS:
                 self.upstream_errors.labels(pool, reason)
         for api in ("chat", "completions"):

@@ -49,6 +49,7 @@ def observe_body(
         batch_at_dispatch=batch,
         stream=False,
         e2e_s=e2e_s,
+        scheduled=plan.schedule is not None,
     )
     return body, obs
 
@@ -123,4 +124,5 @@ class StreamObserver:
             batch_at_dispatch=self.batch,
             stream=True,
             e2e_s=(self.last_at - self.started) if self.last_at else None,
+            scheduled=self.plan.schedule is not None,
         )

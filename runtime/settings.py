@@ -70,6 +70,13 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
         safe_k=c.safe_k,
         decision_log_size=c.decision_log_size,
         adaptive=c.enabled,
+        prior_weight=c.prior_weight,
+        proposal_rate=c.proposal_rate,
+        kv_cap=c.kv_cap,
+        kv_high=c.kv_high,
+        kv_low=c.kv_low,
+        kv_recover_s=c.kv_recover_s,
+        kv_draft_share=c.kv_draft_share,
     )
     routes = []
     for name in config.routing.route_names():

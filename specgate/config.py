@@ -252,6 +252,25 @@ class ControllerConfig(_Strict):
     # Step-time prior per engine kind until the online fit takes over.
     cost_prior: Literal["gpu", "cpu"] = "gpu"
     decision_log_size: Annotated[int, Field(ge=10, le=100_000)] = 500
+    # Trials per draft position a new route borrows from its pool's measured acceptance (0, the default: none).
+    prior_weight: Annotated[float, Field(ge=0, le=10_000)] = 0.0
+    # Charge a route's drafts per step at its measured proposal rate (n-gram steps without a proposal verify none).
+    proposal_rate: bool = True
+    # KV pressure (docs/controller.md), off by default (in the simulator it cost more than it saved): KV cache use (or
+    # a preemption) at which a pool's k is capped where drafts are a material part of the cache, use below which the
+    # cap rises again, after this long.
+    kv_cap: bool = False
+    kv_high: Annotated[float, Field(gt=0, le=1)] = 0.90
+    kv_low: Annotated[float, Field(ge=0, le=1)] = 0.75
+    kv_recover_s: Annotated[float, Field(ge=0)] = 30.0
+    # Under pressure, the running requests' draft slots are kept within this share of the cache.
+    kv_draft_share: Annotated[float, Field(ge=0, le=1)] = 0.05
+
+    @model_validator(mode="after")
+    def _kv_thresholds(self) -> ControllerConfig:
+        if self.kv_low >= self.kv_high:
+            raise ValueError(f"controller.kv_low ({self.kv_low}) must be below controller.kv_high ({self.kv_high})")
+        return self
 
 
 def _http_url(value: str, what: str) -> str:

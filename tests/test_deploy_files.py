@@ -33,7 +33,7 @@ def test_compose_file_is_valid(profile: str) -> None:
     assert {"gateway", "redis", "prometheus", "grafana", "alertmanager", f"vllm-{profile}"} <= set(services)
     engine = services[f"vllm-{profile}"]
     assert "--scheduler-cls=specgate.backends.vllm_scheduler.SpecCapScheduler" in engine["command"]
-    assert "--per-request-spec-decode-metrics=summary" in engine["command"]
+    assert "--per-request-spec-decode-metrics=detailed" in engine["command"]
 
 
 def test_compose_references_files_that_exist() -> None:

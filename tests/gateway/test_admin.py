@@ -98,6 +98,7 @@ def test_schedules_per_pool(start_gateway: Callable[..., GatewayServer]) -> None
     for route in ("code", "default"):
         points = [tuple(map(int, p.split(":"))) for p in body["routes"][route].split(",")]
         assert points[0][0] == 1 and all(0 <= k <= 4 for _, k in points)
+    assert body["in_force"]["chat"] == "1:1" and body["in_force"]["code"] == "1:0"  # safe k until measured
     table = body["num_speculative_tokens_per_batch_size"]
     assert table[0][0] == 1 and all(0 <= k <= 4 for _, _, k in table)
     assert httpx.get(f"{url}/nope/schedules").status_code == 404
@@ -116,3 +117,21 @@ def test_schedules_cli_prints_a_speculative_config(
     assert config["num_speculative_tokens_per_batch_size"][0][0] == 1
     assert "#   chat: 1:1" in out
     assert main(["schedules", "--gateway", gw.url, "--pool", "nope"]) == 2
+
+
+def test_the_first_scrape_of_an_engine_lends_its_history_to_the_routes(
+    start_gateway: Callable[..., GatewayServer],
+) -> None:
+    """A restarted gateway: the engine's counters since it started are the pool's acceptance, which the routes
+    borrow from; later scrapes add only their increments."""
+    from specgate.backends.vllm_metrics import EngineSnapshot
+
+    gw = start_gateway(pools(), routing=ROUTING)
+    ep = gw.gateway.pools.endpoints()[0]
+    first = EngineSnapshot(drafts=500.0, draft_tokens=2000.0, accepted_tokens=900.0, accepted_per_pos={0: 400.0})
+    gw.gateway._on_snapshot(ep, None, first)
+    later = EngineSnapshot(drafts=600.0, draft_tokens=2400.0, accepted_tokens=1000.0, accepted_per_pos={0: 480.0})
+    gw.gateway._on_snapshot(ep, first, later)
+    gw.gateway.control.tick([])
+    status = httpx.get(f"{gw.url}/admin/routes").json()["routes"]["code"]
+    assert status["acceptance"]["pool_evidence_steps"] == pytest.approx(600.0, rel=0.01)

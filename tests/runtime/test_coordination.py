@@ -3,6 +3,7 @@ on a store whose calls fail (the real Redis paths: tests/runtime/test_replicas_r
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 import orjson
@@ -32,6 +33,18 @@ def record(version: int) -> DecisionRecord:
 def test_observation_and_table_round_trip() -> None:
     assert decode_observation(encode_observation(OBS)) == OBS
     assert decode_table(encode_table(TABLE, "me")) == TABLE
+    # Per-step evidence and schedules cross replicas too.
+    per_step = replace(OBS, spec=SpecStats(9, 6, 4, (1, 1, 1, 1), ((2, (0, 1, 0)), (3, (1, 0, 1, 1)))))
+    assert decode_observation(encode_observation(per_step)) == per_step
+    scheduled = DecisionTable(
+        8, MappingProxyType({"code": RouteDecision(3, "goodput", None, 0.03, ((1, 4), (24, 2), (96, 0)))})
+    )
+    assert decode_table(encode_table(scheduled, "me")) == scheduled
+    assert orjson.loads(encode_table(scheduled, "me"))["routes"]["code"]["schedule"] == "1:4,24:2,96:0"
+    for bad in ("", "2:4", "1:4,1:2", "1:-1", [[1, 4]], 3):
+        raw = orjson.loads(encode_table(scheduled, "me"))
+        raw["routes"]["code"]["schedule"] = bad
+        assert decode_table(orjson.dumps(raw)) is None
 
 
 def test_keys_of_another_version_are_dropped_and_garbage_is_skipped() -> None:

@@ -1,0 +1,69 @@
+"""KV pressure on a real engine: a vLLM server with a KV cache of a few thousand tokens preempts under long requests;
+the gateway reads its KV use, preemptions and cache size, caps the pool's k (the opt-in rule, `controller.kv_cap`),
+and lifts the cap once the cache has room."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from specgate.backends.launcher import EngineSpec
+
+from tests.conftest import MODEL, GatewayServer, _engine_fixture, engine_pool
+
+pytestmark = pytest.mark.slow
+
+# 24 blocks of 128 tokens (vLLM's CPU block size): 3,072 token slots, above the 2,048 a request may need.
+SMALL_KV = ("--num-gpu-blocks-override", "24", "--block-size", "128")
+COPY = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
+
+
+@pytest.fixture(scope="module")
+def small_kv_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
+    """SPECGATE_TEST_SMALL_KV_ENGINE_URL reuses one started with `specgate engine up` and these extra flags."""
+    yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_SMALL_KV_ENGINE_URL", extra_args=SMALL_KV)
+
+
+def _preemptions(engine: EngineSpec) -> float:
+    text = httpx.get(f"{engine.url}/metrics", timeout=10).text
+    lines = [line for line in text.splitlines() if line.startswith("vllm:num_preemptions_total")]
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+
+
+def _cap(gw: GatewayServer) -> dict[str, object]:
+    status = httpx.get(f"{gw.url}/admin/routes", timeout=10).json()["routes"]["default"]
+    return {"cap": status["kv_cap"], "reason": status["kv_reason"], "pool_max": status["bounds"]["pool_max"]}
+
+
+async def _long_requests(gw: GatewayServer, n: int) -> None:
+    body = {"model": MODEL, "prompt": COPY, "max_tokens": 700, "temperature": 0, "ignore_eos": True}
+    async with httpx.AsyncClient(timeout=300) as client:
+        answers = await asyncio.gather(*(client.post(f"{gw.url}/v1/completions", json=body) for _ in range(n)))
+    assert all(a.status_code == 200 for a in answers), [a.text[:200] for a in answers if a.status_code != 200]
+
+
+def test_preemptions_cap_k_and_the_cap_lifts_when_the_cache_has_room(
+    small_kv_engine: EngineSpec, start_gateway: Callable[..., GatewayServer]
+) -> None:
+    # 10 requests' 4 drafts are 40 of 3,072 slots (1.3%): a draft share of 0.5% makes the (opt-in) rule act.
+    controller = {"tick_s": 0.5, "kv_cap": True, "kv_draft_share": 0.005, "kv_recover_s": 2.0, "stale_after_s": 120}
+    gw = start_gateway([engine_pool(small_kv_engine)], controller=controller, scrape={"interval_s": 0.5})
+    assert _cap(gw)["cap"] is None
+    preempted_before = _preemptions(small_kv_engine)
+    asyncio.run(_long_requests(gw, 10))  # 10 x ~720 tokens in a 3,072-token cache
+    assert _preemptions(small_kv_engine) > preempted_before, "the engine never preempted: the test proves nothing"
+    under = _cap(gw)
+    metrics = httpx.get(f"{gw.url}/metrics", timeout=10).text
+    cap_line = next(line for line in metrics.splitlines() if line.startswith('specgate_pool_k_cap{pool="cpu"}'))
+    assert under["cap"] is not None and under["cap"] < small_kv_engine.max_k, under
+    assert "KV use" in str(under["reason"]), under
+    assert float(cap_line.rsplit(" ", 1)[1]) < small_kv_engine.max_k
+    assert under["pool_max"] == under["cap"]
+    # Idle: the cache empties; after kv_recover_s below kv_low per step the cap rises back to the pool's max.
+    deadline = time.monotonic() + 60
+    while _cap(gw)["cap"] is not None:
+        assert time.monotonic() < deadline, f"the cap never lifted: {_cap(gw)}"
+        time.sleep(0.5)
