@@ -1,11 +1,14 @@
-"""Per-step control in the simulator: specgate's per-route schedules against the per-dispatch controller, vLLM's
+"""Per-step control in the simulator: specgate's per-route schedules applied per step (`specgate`, what the gateway
+runs on pools with the plugin) and per dispatch (`specgate-per-dispatch`, pools without it) against vLLM's
 batch tables (applied per step, as vLLM does), every static k, and the per-step oracle, on every committed scenario,
 over several seeds (the simulator is deterministic per seed). A simulator run, not an engine.
 
     python bench/sim_per_step.py --seeds 3 --out bench/results/sim-per-step.json
 
 Prints mean TPOT per scenario and policy as median [min-max] over the seeds, and each policy's ratio to the best
-baseline (best static k, vLLM tables) of the same seed.
+baseline (best static k, vLLM tables) of the same seed. `vllm-table-hindsight` is the batch table found for the
+scenario by `python -m specgate.offline.hindsight` (bench/results/hindsight-tables.json: searched on the scenario's
+first seed, so on that seed it is the best in hindsight, on the others tuned on the same traffic's distribution).
 """
 
 from __future__ import annotations
@@ -17,10 +20,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import yaml
-from specgate.offline.simulator import make_policy, run, scenario_from_dict
+from specgate.offline.simulator import BatchTable, Policy, Scenario, make_policy, run, scenario_from_dict
 
 TABLES = ["vllm-batch-table", "vllm-dsd-docs"]
-OURS = ["specgate", "specgate-schedule", "oracle-per-step"]
+HINDSIGHT = Path("bench/results/hindsight-tables.json")
+METRICS = ("mean_tpot_ms", "p99_tpot_ms")
+
+
+def policy(name: str, scenario: Scenario, hindsight: dict[str, list[list[int]]]) -> Policy:
+    if name == "vllm-table-hindsight":
+        return BatchTable(0, name, tuple((int(hi), int(k)) for hi, k in hindsight[scenario.name]))
+    return make_policy(name, scenario)
+
+
+OURS = ["specgate", "specgate-per-dispatch", "oracle-per-step"]
 
 
 def main() -> None:
@@ -30,32 +43,41 @@ def main() -> None:
     ap.add_argument("--only", help="run only the scenario files whose name contains this")
     ap.add_argument("--out")
     args = ap.parse_args()
-    report: dict[str, dict[str, list[float | None]]] = {}
+    found = json.loads(HINDSIGHT.read_text()) if HINDSIGHT.exists() else {}
+    hindsight = {name: entry["table"] for name, entry in found.items()}
+    report: dict[str, dict[str, list[dict[str, object]]]] = {}
     for path in sorted(Path(args.scenarios).glob("*.yaml")):
         if args.only and args.only not in path.stem:
             continue
         base = scenario_from_dict(yaml.safe_load(path.read_text()))
-        baselines = [*(f"static-k{k}" for k in range(base.max_k + 1)), *TABLES]
+        tables = [*TABLES, *(["vllm-table-hindsight"] if base.name in hindsight else [])]
+        baselines = [*(f"static-k{k}" for k in range(base.max_k + 1)), *tables]
         policies = [*baselines, *OURS]
-        rows: dict[str, list[float | None]] = {p: [] for p in policies}
-        ratios: dict[str, list[float]] = {p: [] for p in policies}
+        runs: dict[str, list[dict[str, object]]] = {p: [] for p in policies}
+        ratios: dict[str, dict[str, list[float]]] = {m: {p: [] for p in policies} for m in METRICS}
         for seed in range(args.seeds):
             scenario = replace(base, seed=base.seed + 1000 * seed)
             order = policies if seed % 2 == 0 else policies[::-1]
-            got = {p: run(scenario, make_policy(p, scenario)).summary()["mean_tpot_ms"] for p in order}
-            best = min(v for p, v in got.items() if p in baselines and v is not None)
+            got = {p: run(scenario, policy(p, scenario, hindsight)).summary() for p in order}
+            for m in METRICS:
+                best = min(float(v[m]) for p, v in got.items() if p in baselines and v[m] is not None)
+                for p in policies:
+                    if got[p][m] is not None:
+                        ratios[m][p].append(float(got[p][m]) / best)
             for p in policies:
-                rows[p].append(got[p])
-                if got[p] is not None:
-                    ratios[p].append(got[p] / best)
-        report[base.name] = rows
-        print(f"\n{base.name}: mean TPOT ms, median [min-max] over {args.seeds} seeds; ratio to the best baseline")
+                runs[p].append(got[p])
+        report[base.name] = runs
+        print(
+            f"\n{base.name}: median [min-max] over {args.seeds} seeds of mean TPOT (ms) and its ratio to the best "
+            "baseline of the same seed; p99 TPOT ratio to the best baseline's p99"
+        )
         for p in policies:
-            vals = [v for v in rows[p] if v is not None]
-            r = ratios[p]
+            vals = [float(r["mean_tpot_ms"]) for r in runs[p] if r["mean_tpot_ms"] is not None]
+            mean, p99 = ratios["mean_tpot_ms"][p], ratios["p99_tpot_ms"][p]
             print(
-                f"  {p:18s} {statistics.median(vals):8.2f} [{min(vals):.2f}-{max(vals):.2f}]"
-                f"   x{statistics.median(r):.3f} [{min(r):.3f}-{max(r):.3f}]",
+                f"  {p:22s} {statistics.median(vals):8.2f} [{min(vals):.2f}-{max(vals):.2f}]"
+                f"   x{statistics.median(mean):.3f} [{min(mean):.3f}-{max(mean):.3f}]"
+                f"   p99 x{statistics.median(p99):.3f} [{min(p99):.3f}-{max(p99):.3f}]",
                 flush=True,
             )
     if args.out:

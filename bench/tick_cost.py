@@ -1,5 +1,6 @@
-"""Control-loop cost: one controller tick for R routes over P pools (issue 15 asks <= 5 ms for 100 x 10), and the
-per-route schedules of every pool on top (what a tick that ships schedules would add). Pure CPU, no engine.
+"""Control-loop cost: one controller tick for R routes over P pools (issue 15 asks <= 5 ms for 100 x 10); a tick
+computes every pool's route schedules. Also the admin view of every pool (`/admin/pools/{pool}/schedules`: fresh
+schedules and the route-blind vLLM table, computed on request). Pure CPU, no engine.
 
     python bench/tick_cost.py --routes 100 --pools 10 --repeat 30
 
@@ -77,7 +78,7 @@ def main() -> None:
             ticks.append(1000 * (mid - started))
             schedules.append(1000 * (done - mid))
         now += 2.0
-    for name, values in (("tick", ticks), ("schedules of every pool", schedules)):
+    for name, values in (("tick", ticks), ("admin schedules view of every pool", schedules)):
         print(
             f"{args.routes} routes x {args.pools} pools, {name}: median {statistics.median(values):.2f} ms "
             f"[p10 {_pct(values, 0.1):.2f} - p90 {_pct(values, 0.9):.2f}] over {len(values)}"

@@ -141,7 +141,17 @@ def _summary(results: list[dict[str, Any]], seconds: float, tokens_per_request: 
     }
 
 
-def _start_gateway(engine_url: str, model: str, max_k: int, port: int) -> tuple[uvicorn.Server, threading.Thread]:
+# The adaptive controller as shipped, and variants to tell its parts apart on the real engine (controller settings).
+ADAPTIVE: dict[str, dict[str, Any]] = {
+    "adaptive": {},
+    "adaptive-prior": {"prior_weight": 20.0},
+    "adaptive-no-proposal-rate": {"proposal_rate": False},
+}
+
+
+def _start_gateway(
+    engine_url: str, model: str, max_k: int, port: int, controller: dict[str, Any] | None = None
+) -> tuple[uvicorn.Server, threading.Thread]:
     config = validate_config(
         {
             "server": {"port": port},
@@ -158,7 +168,13 @@ def _start_gateway(engine_url: str, model: str, max_k: int, port: int) -> tuple[
                 "default_route": "chat",
                 "allow_route_header": True,
             },
-            "controller": {"tick_s": 1.0, "half_life_s": 20.0, "min_dwell_s": 3.0, "cost_prior": "cpu"},
+            "controller": {
+                "tick_s": 1.0,
+                "half_life_s": 20.0,
+                "min_dwell_s": 3.0,
+                "cost_prior": "cpu",
+                **(controller or {}),
+            },
             "logging": {"level": "warning"},
         }
     )
@@ -184,48 +200,41 @@ def run_bench(
     port: int = 18000,
     tokens_per_request: int = 64,
     policies: list[str] | None = None,
+    warm_up_s: float = 20.0,
 ) -> dict[str, Any]:
-    """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order); returns
-    (and writes) the results."""
+    """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order), each through a
+    gateway of its own (a fresh controller: no policy learns from another's traffic); returns (and writes) the
+    results. First `warm_up_s` of load go to the engine directly (no policy sees them): without
+    it, in runs 9 and 11 (docs/controller.md), the policy that ran first took 40-49 ms per token at k = 0 under high
+    concurrency where the static k = 0 policy later in the same run took 28-37 ms."""
     order = policies or ["static-k0", f"static-k{max_k}", "adaptive"]
     check_policies(order, max_k)
-    server, thread = _start_gateway(engine_url, served_model, max_k, port)
-    url = f"http://127.0.0.1:{port}"
     report: dict[str, Any] = {
         "engine": engine_url,
         "max_k": max_k,
         "phases": [p.__dict__ for p in phases],
+        "warm_up_s": warm_up_s,
         "policies": {},
         "timeline": {},
     }
     progress = Progress(len(order) * len(phases), "bench")
-    try:
-        for policy in order:
-            with httpx.Client(timeout=10) as admin:
-                for route in ("code", "chat"):
-                    if policy == "adaptive":
-                        admin.delete(f"{url}/admin/routes/{route}/k")
-                    else:
-                        admin.put(f"{url}/admin/routes/{route}/k", json={"k": int(policy.removeprefix("static-k"))})
-            rows = {}
-            timeline = []
-            offset = 0.0
-            for i, phase in enumerate(phases):
-                results = asyncio.run(_phase(url, phase, i + 1, tokens_per_request, served_model))
-                rows[phase.name] = _summary(results, phase.seconds, tokens_per_request)
-                # One row per request (start offset in the policy's run, TPOT, k, route) for the plots.
-                timeline += [
-                    [round(offset + r["t_s"], 3), round(1000 * r["tpot_s"], 3), r["k"], r["route"]]
-                    for r in results
-                    if "tpot_s" in r
-                ]
-                offset += phase.seconds
-                progress.advance(f"{policy} {phase.name}: mean TPOT {rows[phase.name]['mean_tpot_ms']} ms")
-            report["policies"][policy] = rows
-            report["timeline"][policy] = timeline
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    if warm_up_s > 0:
+        asyncio.run(_phase(engine_url, Phase("warm-up", warm_up_s, 8, 0.5), 0, tokens_per_request, served_model))
+    for n, policy in enumerate(order):
+        url = f"http://127.0.0.1:{port + n}"
+        server, thread = _start_gateway(engine_url, served_model, max_k, port + n, ADAPTIVE.get(policy))
+        try:
+            if policy not in ADAPTIVE:
+                with httpx.Client(timeout=10) as admin:
+                    for route in ("code", "chat"):
+                        pin = {"k": int(policy.removeprefix("static-k"))}
+                        admin.put(f"{url}/admin/routes/{route}/k", json=pin).raise_for_status()
+            rows, timeline = _policy_phases(url, policy, phases, tokens_per_request, served_model, progress)
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
+        report["policies"][policy] = rows
+        report["timeline"][policy] = timeline
     report["verdict"] = verdict(report["policies"])
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -233,12 +242,34 @@ def run_bench(
     return report
 
 
+def _policy_phases(
+    url: str, policy: str, phases: tuple[Phase, ...], tokens: int, model: str, progress: Progress
+) -> tuple[dict[str, Any], list[list[Any]]]:
+    rows: dict[str, Any] = {}
+    timeline: list[list[Any]] = []
+    offset = 0.0
+    for i, phase in enumerate(phases):
+        results = asyncio.run(_phase(url, phase, i + 1, tokens, model))
+        rows[phase.name] = _summary(results, phase.seconds, tokens)
+        # One row per request (start offset in the policy's run, TPOT, k, route) for the plots.
+        timeline += [
+            [round(offset + r["t_s"], 3), round(1000 * r["tpot_s"], 3), r["k"], r["route"]]
+            for r in results
+            if "tpot_s" in r
+        ]
+        offset += phase.seconds
+        progress.advance(f"{policy} {phase.name}: mean TPOT {rows[phase.name]['mean_tpot_ms']} ms")
+    return rows, timeline
+
+
 def check_policies(policies: list[str], max_k: int) -> None:
     """Refuse unknown policy names before any phase runs (a bench takes minutes)."""
     for policy in policies:
         k = policy.removeprefix("static-k")
-        if policy != "adaptive" and not (k != policy and k.isdigit() and int(k) <= max_k):
-            raise ValueError(f"unknown policy {policy!r}: use 'adaptive' or 'static-kN' with N from 0 to {max_k}")
+        if policy not in ADAPTIVE and not (k != policy and k.isdigit() and int(k) <= max_k):
+            raise ValueError(
+                f"unknown policy {policy!r}: use {', '.join(ADAPTIVE)} or 'static-kN' with N from 0 to {max_k}"
+            )
 
 
 def _overall(rows: dict[str, Any]) -> float | None:

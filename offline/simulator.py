@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from specgate.backends.spec_cap import k_at
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
 from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
+from specgate.controllers.kv_pressure import KvReading
 from specgate.controllers.observations import Observation, SpecStats
 from specgate.controllers.policy import RouteState, optimise
 
@@ -114,6 +114,13 @@ class Scenario:
     max_batch: int = 256
     noise: float = 0.05
     seed: int = 1
+    # KV cache in token slots (None: unlimited, as before). Each running request holds its prompt, its tokens and
+    # the 1 + k slots of the step it runs; when they do not fit, the last admitted request is preempted (vLLM's
+    # order), returns to the head of the queue with its tokens, and recomputes its whole context when it rejoins
+    # at `prefill_s_per_token` (a request's first prefill is not modelled, as before).
+    kv_tokens: int | None = None
+    prompt_tokens: int = 512
+    prefill_s_per_token: float = 2.0e-5
 
     def rate_at(self, t: float) -> float:
         for until, rate in self.arrivals:
@@ -156,6 +163,9 @@ def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
         int(data.get("max_batch", 256)),
         float(data.get("noise", 0.05)),
         int(data.get("seed", 1)),
+        int(data["kv_tokens"]) if data.get("kv_tokens") is not None else None,
+        int(data.get("prompt_tokens", 512)),
+        float(data.get("prefill_s_per_token", 2.0e-5)),
     )
 
 
@@ -210,6 +220,8 @@ class SimResult:
     k_trace: list[tuple[float, dict[str, int]]]
     # Per tick: (time, true acceptance per route, mean TPOT of the requests finished since the last tick).
     timeline: list[tuple[float, dict[str, float], float | None]] = field(default_factory=list)
+    # Requests preempted for want of KV slots (scenarios with `kv_tokens`), counted up to the last tick.
+    preemptions: int = 0
 
     def summary(self) -> dict[str, Any]:
         tp = sorted(self.tpots)
@@ -227,6 +239,7 @@ class SimResult:
             "slo_attainment": round(self.slo_met / self.slo_total, 4) if self.slo_total else None,
             "finished": self.finished,
             "switches": self.switches,
+            "preemptions": self.preemptions,
         }
 
 
@@ -254,10 +267,26 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
     result = SimResult(scenario.name, policy.name, 0, 0.0, 0, [], 0, 0, 0, [])
     last_k: dict[str, int] = {}
     finished_at_tick = 0
-    while now < scenario.duration_s and (arrivals or waiting or running):
+    # What an engine's counters say between two scrapes (controllers/step_evidence.py): steps, request-steps,
+    # step time x batch, drafts.
+    interval = [0.0, 0.0, 0.0, 0.0]
+    on_interval = getattr(policy, "on_engine_interval", None)
+    on_kv = getattr(policy, "on_kv", None)
+    on_acceptance = getattr(policy, "on_engine_acceptance", None)
+    # The engine's speculation counters between two scrapes: drafts, and accepted tokens by position (0-based).
+    drafts, per_pos = 0, [0] * scenario.max_k
+    preempted: deque[_Req] = deque()
+    preemptions = 0
+    kv_peak, kv_running = 0.0, 0
+    cap, prompt = scenario.kv_tokens, scenario.prompt_tokens
+    while now < scenario.duration_s and (arrivals or waiting or running or preempted):
         while arrivals and arrivals[0][0] <= now:
             waiting.append(heapq.heappop(arrivals))
-        while waiting and len(running) < scenario.max_batch:
+        rejoined: list[_Req] = []
+        while preempted and len(running) < scenario.max_batch and _fits(running, preempted[0], cap, prompt):
+            rejoined.append(preempted.popleft())
+            running.append(rejoined[-1])
+        while not preempted and waiting and len(running) < scenario.max_batch and _fits(running, None, cap, prompt):
             arrived, route = waiting.popleft()
             target = 1 + int(rng.expovariate(1.0 / routes[route].mean_output))
             k = min(scenario.max_k, max(0, policy.k_for(route, now, len(running), rng)))
@@ -266,13 +295,27 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         if not running:
             now = arrivals[0][0] if arrivals else scenario.duration_s
             continue
+        ks = _step_ks(policy, running, now, len(running), scenario.max_k)
+        while cap is not None and len(running) > 1 and _held(running, ks, prompt) > cap:
+            preempted.appendleft(running.pop())
+            preemptions += 1
+            ks = _step_ks(policy, running, now, len(running), scenario.max_k)
+        if cap is not None:
+            kv_peak = max(kv_peak, min(1.0, _held(running, ks, prompt) / cap))
+            kv_running = max(kv_running, len(running))
+        # A request back from preemption recomputes its whole context (prompt and tokens) in the step it rejoins.
+        recompute = sum(prompt + r.tokens for r in rejoined if any(r is q for q in running))
         b = len(running)
-        ks = _step_ks(policy, running, now, b, scenario.max_k)
         kbar = sum(ks) / b
         kmax = max(ks)
         step = step_fn(b, kbar, kmax) * math.exp(rng.gauss(0, scenario.noise))
+        step += recompute * scenario.prefill_s_per_token
         now += step
         result.busy_s += step
+        interval[0] += 1
+        interval[1] += b
+        interval[2] += step * b
+        interval[3] += sum(ks)
         still: list[_Req] = []
         for r, k in zip(running, ks, strict=True):
             profile = routes[r.route]
@@ -280,6 +323,9 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             while accepted < k and rng.random() < profile.accept_prob(accepted + 1, now):
                 accepted += 1
             if k:
+                drafts += 1
+                for j in range(accepted):
+                    per_pos[j] += 1
                 r.drafted += k
                 if k == r.k:
                     r.hist[accepted] += 1
@@ -295,6 +341,17 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
                 still.append(r)
         running = still
         if now >= next_tick:
+            if on_interval is not None:
+                on_interval(now, *interval)
+                interval = [0.0, 0.0, 0.0, 0.0]
+            if on_acceptance is not None:
+                on_acceptance(now, float(drafts), {j: float(n) for j, n in enumerate(per_pos)})
+                drafts, per_pos = 0, [0] * scenario.max_k
+            if on_kv is not None and cap is not None:
+                # What vLLM's gauges say at a scrape: the highest use seen since the last one, and preemptions.
+                on_kv(now, KvReading(kv_peak, float(preemptions - result.preemptions), float(cap), float(kv_running)))
+                kv_peak, kv_running = 0.0, 0
+            result.preemptions = preemptions
             # The controller sees what the gateway sees: requests running (plus the one being dispatched).
             policy.on_tick(now, len(running) + 1)
             tick_ks = {name: policy.k_for(name, now, len(running), random.Random(0)) for name in names}
@@ -306,7 +363,23 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             alphas = {n: round(routes[n].alpha_at(now), 4) for n in names}
             result.timeline.append((round(now, 2), alphas, round(sum(fresh) / len(fresh), 6) if fresh else None))
             next_tick = now + tick_s
+    result.preemptions = preemptions
     return result
+
+
+def _held(running: Sequence[_Req], ks: Sequence[int], prompt: int) -> int:
+    """KV slots a step needs: each request's prompt and tokens, and the 1 + k it writes in this step."""
+    return sum(prompt + r.tokens + 1 + k for r, k in zip(running, ks, strict=True))
+
+
+def _fits(running: Sequence[_Req], joining: _Req | None, cap: int | None, prompt: int) -> bool:
+    """Admission as vLLM's scheduler does it: running requests take their slots for the step first (context, 1 + k),
+    a newcomer joins only if its context fits in what is left. Their later tokens are not reserved, which is why a
+    full cache preempts, and larger k leave less room."""
+    if cap is None or not running:
+        return True
+    held = sum(prompt + r.tokens + 1 + r.k for r in running)
+    return held + prompt + (joining.tokens if joining is not None else 0) + 1 <= cap
 
 
 def _step_ks(policy: Policy, running: Sequence[_Req], now: float, batch: int, max_k: int) -> list[int]:
@@ -354,6 +427,7 @@ def _finish(r: _Req, now: float, policy: Policy, routes: Mapping[str, RouteScena
             float(r.dispatch_batch),
             True,
             e2e_s=now - r.admitted,
+            scheduled=policy.mode == "per-step" and not r.pinned,
         ),
         now,
     )
@@ -403,13 +477,15 @@ VLLM_DOCS_TABLE: tuple[tuple[int, int], ...] = ((16, 5), (32, 4), (64, 3), (128,
 
 @dataclass
 class Adaptive:
-    """specgate's controller (the same class the gateway runs)."""
+    """specgate's controller (the same class the gateway runs) on a pool without the scheduler plugin: a request
+    takes its route's schedule at the batch it joins (the gateway's in-flight count) for its whole life."""
 
     scenario: Scenario
     settings: ControllerSettings = field(default_factory=ControllerSettings)
-    name: str = "specgate"
+    name: str = "specgate-per-dispatch"
     mode: ClassVar[str] = "per-dispatch"
     ctl: SpeculationController = field(init=False)
+    _kv: KvReading | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         routes = [RouteSpec(r.name, "sim", 0, self.scenario.max_k, None, r.tpot_slo_s) for r in self.scenario.routes]
@@ -420,13 +496,28 @@ class Adaptive:
         d = self.ctl.table().routes[route]
         if d.explore_k is not None and rng.random() < d.explore_share:
             return d.explore_k
-        return d.k
+        return d.k_at(batch + 1)
 
     def on_finish(self, obs: Observation, now: float) -> None:
         self.ctl.observe(obs, now)
 
     def on_tick(self, now: float, batch: float) -> None:
-        self.ctl.tick(now, {"sim": batch})
+        kv, self._kv = self._kv, None
+        self.ctl.tick(now, {"sim": batch}, {"sim": kv} if kv is not None else None)
+
+    def on_engine_acceptance(self, now: float, drafts: float, accepted_per_pos: Mapping[int, float]) -> None:
+        """The engine's speculation counters since the last scrape (the pool's acceptance, all routes together)."""
+        self.ctl.observe_engine_acceptance("sim", drafts, accepted_per_pos, now)
+
+    def on_kv(self, now: float, reading: KvReading) -> None:
+        """The pool's KV state since the last scrape, as the gateway reads it."""
+        self._kv = reading
+
+    def on_engine_interval(
+        self, now: float, iterations: float, request_steps: float, itl_sum_s: float, draft_tokens: float
+    ) -> None:
+        """The engine's step counters since the last scrape, as the gateway reads them from /metrics."""
+        self.ctl.observe_steps("sim", iterations, request_steps, itl_sum_s, draft_tokens, now)
 
 
 def _true_states(scenario: Scenario, now: float) -> list[RouteState]:
@@ -461,14 +552,13 @@ class Oracle:
 
 @dataclass
 class AdaptiveSchedule(Adaptive):
-    """specgate's two-level control: the controller's per-route schedules k_r(B), recomputed every tick from what
-    it measured, applied at every engine step at the live batch size (what the scheduler plugin does). An
-    exploration request keeps its explore k for its whole life."""
+    """specgate as the gateway runs it on pools with the scheduler plugin: each route's schedule k_r(B) from the
+    controller's decision table (recomputed every tick, behind the schedule's hysteresis and dwell), applied at
+    every engine step at the live batch size. An exploration request keeps its explore k for its whole life."""
 
-    name: str = "specgate-schedule"
+    name: str = "specgate"
     mode: ClassVar[str] = "per-step"
     pinned: bool = False
-    schedules: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
         d = self.ctl.table().routes[route]
@@ -478,12 +568,7 @@ class AdaptiveSchedule(Adaptive):
         return self.step_k(route, now, max(1, batch + 1))
 
     def step_k(self, route: str, now: float, batch: int) -> int:
-        schedule = self.schedules.get(route)
-        return self.ctl.table().k_for(route) if schedule is None else k_at(schedule, batch)
-
-    def on_tick(self, now: float, batch: float) -> None:
-        super().on_tick(now, batch)
-        self.schedules = dict(self.ctl.schedules("sim")[0])
+        return self.ctl.table().routes[route].k_at(batch)
 
 
 @dataclass
@@ -640,11 +725,11 @@ def make_policy(name: str, scenario: Scenario) -> Policy:
     if name.startswith("static-k"):
         return StaticK(int(name.removeprefix("static-k")))
     factories: dict[str, Callable[[], Policy]] = {
-        "specgate": lambda: Adaptive(scenario),
+        "specgate": lambda: AdaptiveSchedule(scenario),
+        "specgate-per-dispatch": lambda: Adaptive(scenario),
         "oracle": lambda: Oracle(scenario),
         "vllm-batch-table": lambda: BatchTable(0, "vllm-batch-table"),
         "vllm-dsd-docs": lambda: BatchTable(0, "vllm-dsd-docs", VLLM_DOCS_TABLE),
-        "specgate-schedule": lambda: AdaptiveSchedule(scenario),
         "oracle-per-step": lambda: OraclePerStep(scenario),
         "sglang-ema-tiers": lambda: EmaTiers(),
         "hf-heuristic": lambda: PlusTwoMinusOne(scenario.max_k),
@@ -666,7 +751,7 @@ def all_policies(scenario: Scenario) -> Sequence[str]:
         "trtllm-off-gate",
         "ucb-bandit",
         "specgate",
-        "specgate-schedule",
+        "specgate-per-dispatch",
         "oracle",
         "oracle-per-step",
     ]

@@ -41,3 +41,43 @@ def test_unknown_policies_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="unknown policy"):
         check_policies(["adaptive", bad], max_k=4)
     check_policies(["adaptive", "static-k0", "static-k4"], max_k=4)
+
+
+@pytest.mark.parametrize("warm_up_s", [0.0, 0.5])
+def test_the_warm_up_loads_the_engine_directly_and_no_policy_counts_it(warm_up_s: float) -> None:
+    """Against an OpenAI-compatible upstream that counts requests (tests/fault_upstream.py, not an engine): the
+    warm-up's requests reach it without the gateway, and no policy's results include them."""
+    from specgate.offline.loadgen import Phase, run_bench
+
+    from tests.conftest import free_port
+    from tests.fault_upstream import FaultUpstream
+
+    upstream = FaultUpstream("ok")
+    try:
+        report = run_bench(
+            upstream.url,
+            "m",
+            4,
+            None,
+            (Phase("p", 0.5, 2, 0.5),),
+            port=free_port(),
+            policies=["static-k0"],
+            warm_up_s=warm_up_s,
+        )
+    finally:
+        upstream.close()
+    measured = report["policies"]["static-k0"]["p"]["requests"]
+    assert measured > 0 and report["warm_up_s"] == warm_up_s
+    if warm_up_s:
+        assert upstream.hits > measured + 10
+    else:
+        assert upstream.hits <= measured + 2  # requests cut at the phase's end are not counted
+
+
+def test_adaptive_variants_are_known_policies() -> None:
+    from specgate.offline.loadgen import ADAPTIVE
+
+    check_policies(list(ADAPTIVE), 4)
+    assert ADAPTIVE["adaptive"] == {}  # the controller as shipped
+    with pytest.raises(ValueError, match="adaptive-prior"):
+        check_policies(["adaptive-typo"], 4)

@@ -1,11 +1,21 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
-from specgate.offline.simulator import STEP_PROFILES, all_policies, make_policy, run, scenario_from_dict
+from specgate.controllers.controller import ControllerSettings
+from specgate.offline.simulator import (
+    STEP_PROFILES,
+    AdaptiveSchedule,
+    Scenario,
+    all_policies,
+    make_policy,
+    run,
+    scenario_from_dict,
+)
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
 
@@ -90,12 +100,13 @@ def test_per_step_policies_learn_unbiased_acceptance_when_k_varies_by_step() -> 
             "routes": [{"name": "r", "share": 1.0, "alpha": 0.7, "mean_output": 120}],
         }
     )
-    policy = make_policy("specgate-schedule", scenario)
+    policy = make_policy("specgate", scenario)
     run(scenario, policy)
     rates = policy.ctl.estimator("r", "sim").position_rates()  # type: ignore[attr-defined]  # AdaptiveSchedule
     # a_i = P(first i drafts accepted) = 0.7^i for the simulated drafter
     assert all(a is not None and abs(a - 0.7 ** (i + 1)) < 0.03 for i, a in enumerate(rates))
-    assert policy.schedules["r"][0] == (1, 4)  # type: ignore[attr-defined]  # alone, speculate fully
+    schedule = policy.ctl.table().routes["r"].schedule  # type: ignore[attr-defined]  # AdaptiveSchedule
+    assert schedule is not None and schedule[0] == (1, 4)  # alone, speculate fully
 
 
 def test_batch_table_applies_per_step() -> None:
@@ -133,3 +144,42 @@ def test_published_h100_profile_is_memory_bound_at_small_batch() -> None:
     assert step(1, 0, 0) * 1000 == pytest.approx(1.207 + 5.886 + 0.021 + 0.040, abs=0.01)  # the published terms
     assert step(1, 4, 4) / step(1, 0, 0) < 1.35  # drafting and 4 extra tokens cost little alone
     assert step(64, 4, 4) / step(64, 0, 0) > step(1, 4, 4) / step(1, 0, 0)  # and more under load
+
+
+def _kv_scenario(kv_tokens: int | None, prompt: int = 512, output: int = 200) -> Scenario:
+    return scenario_from_dict(
+        {
+            "name": "kv-guard",
+            "duration_s": 60,
+            "seed": 3,
+            "arrivals": [[60, 30.0]],
+            "kv_tokens": kv_tokens,
+            "prompt_tokens": prompt,
+            "routes": [{"name": "r", "share": 1.0, "alpha": 0.7, "mean_output": output}],
+        }
+    )
+
+
+def test_a_small_kv_cache_preempts_and_preemption_costs_time() -> None:
+    """A small cache preempts, and the recompute costs engine time; with no cap (the default, every committed
+    scenario before `kv-pressure`) nothing is preempted. Drafts take slots, yet k = 4 preempts less than k = 0:
+    requests that finish sooner free the cache sooner (why the KV rule is off by default, docs/controller.md)."""
+    free, tight = _kv_scenario(None), _kv_scenario(24_000)
+    unlimited = run(free, make_policy("static-k4", free)).summary()
+    capped = run(tight, make_policy("static-k4", tight))
+    assert unlimited["preemptions"] == 0 and capped.summary()["preemptions"] > 10
+    no_recompute = run(replace(tight, prefill_s_per_token=0.0), make_policy("static-k4", tight))
+    assert capped.busy_s / capped.tokens > no_recompute.busy_s / no_recompute.tokens
+    assert capped.preemptions < run(tight, make_policy("static-k0", tight)).preemptions
+
+
+def test_the_kv_rule_acts_in_the_simulator_only_when_turned_on() -> None:
+    """Short contexts in a small cache: the running requests' drafts are a real share of it, so the opt-in rule
+    caps k (and the decision log says so); the controller as shipped ignores the cache."""
+    tight = _kv_scenario(640, prompt=24, output=48)
+    on = AdaptiveSchedule(tight, ControllerSettings(kv_cap=True))
+    run(tight, on)
+    assert any(rec.reason.startswith("schedule: KV pressure") for rec in on.ctl.log)
+    shipped = make_policy("specgate", tight)
+    run(tight, shipped)
+    assert not any("KV pressure" in rec.reason for rec in shipped.ctl.log)  # type: ignore[attr-defined]  # AdaptiveSchedule
