@@ -66,6 +66,36 @@ def _panel(
     }
 
 
+def _schedule_matrix(pid: int, x: int, y: int) -> dict[str, Any]:
+    """The k schedules in force as a table: a row per route, a column per batch size (its k from there on)."""
+    return {
+        "id": pid,
+        "type": "table",
+        "title": "k schedule in force: k by batch size, per route",
+        "description": "What requests carry now: the scheduler plugin applies the k of the engine's live batch at "
+        "every step; pools without it read the k at the batch a request joins. Columns are the batch sizes where "
+        "k may change.",
+        "datasource": DS,
+        "gridPos": {"x": x, "y": y, "w": 24, "h": 8},
+        "fieldConfig": {"defaults": {"unit": "short"}, "overrides": []},
+        "targets": [
+            {
+                "refId": "A",
+                "datasource": DS,
+                "expr": "max by (route, batch) (specgate_route_schedule_k)",
+                "format": "table",
+                "instant": True,
+            }
+        ],
+        "transformations": [
+            {
+                "id": "groupingToMatrix",
+                "options": {"columnField": "batch", "rowField": "route", "valueField": "Value"},
+            },
+        ],
+    }
+
+
 def _quantile(q: float, metric: str, by: str = "le, pool") -> str:
     return f"histogram_quantile({q}, sum by ({by}) (rate({metric}[$__rate_interval])))"
 
@@ -318,6 +348,17 @@ def speculation_control() -> dict[str, Any]:
                 ],
                 12,
                 32,
+            ),
+            _schedule_matrix(11, 0, 40),
+            _panel(
+                12,
+                "Verify steps by drafts carried, per route",
+                [(f"sum by (route, k) (rate(specgate_spec_steps_by_k_total{r}))", "{{route}} k={{k}}")],
+                0,
+                48,
+                w=24,
+                description="The k the engine applied step by step (per-step engine metrics, "
+                "`--per-request-spec-decode-metrics detailed`): under a schedule it moves with the batch.",
             ),
         ],
     )
