@@ -25,8 +25,9 @@ from types import MappingProxyType
 from typing import Any
 
 from specgate.controllers.cost_model import StepCostModel, StepSample, stacked_predictor
-from specgate.controllers.decisions import DecisionTable, RouteDecision, schedule_k
+from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.controllers.estimator import AcceptanceEstimator
+from specgate.controllers.k_schedule import Schedule, compress, encode, k_at
 from specgate.controllers.kv_pressure import KvPressure, KvReading
 from specgate.controllers.observations import Observation
 from specgate.controllers.policy import (
@@ -38,9 +39,7 @@ from specgate.controllers.policy import (
 from specgate.controllers.schedule import (
     BATCH_GRID,
     PoolProblem,
-    Schedule,
     batch_table,
-    compress,
     pool_schedules,
     route_schedules,
 )
@@ -124,17 +123,12 @@ class DecisionRecord:
         }
 
 
-def encode(schedule: Schedule) -> str:
-    """`((1, 4), (24, 2))` -> `"1:4,24:2"`, the form the scheduler plugin reads (backends/spec_cap.py)."""
-    return ",".join(f"{lo}:{k}" for lo, k in schedule)
-
-
 def _bounded(old: Schedule, new: Schedule, max_step: int) -> Schedule:
     """`new`, moved at most `max_step` from `old` at each batch size of the grid."""
     points = []
     for b in BATCH_GRID:
-        before = schedule_k(old, b)
-        points.append((b, before + max(-max_step, min(max_step, schedule_k(new, b) - before))))
+        before = k_at(old, b)
+        points.append((b, before + max(-max_step, min(max_step, k_at(new, b) - before))))
     return compress(points)
 
 
@@ -143,7 +137,7 @@ def _capped(schedule: Schedule, cap: int) -> Schedule:
 
 
 def _clamped(schedule: Schedule, batch: int, r: RouteState) -> int:
-    return max(r.k_min, min(r.k_max, schedule_k(schedule, batch)))
+    return max(r.k_min, min(r.k_max, k_at(schedule, batch)))
 
 
 @dataclass
@@ -348,7 +342,7 @@ class SpeculationController:
         est.observe_positions([drafts, *passed[:-1]], passed, now)
 
     def _pool_kmax(self, pool: str, batch: float) -> float:
-        ks = [schedule_k(rt.schedule, max(1, round(batch))) for rt in self._routes.values() if rt.spec.pool == pool]
+        ks = [k_at(rt.schedule, max(1, round(batch))) for rt in self._routes.values() if rt.spec.pool == pool]
         return float(max(ks, default=0))
 
     def _weight(self, rt: _RouteRuntime, now: float) -> float:
@@ -479,7 +473,7 @@ class SpeculationController:
         for rt in members:
             if self.paused and self._overridden(rt) is None:
                 continue
-            k = self._clamp(rt.spec, schedule_k(rt.schedule, b))
+            k = self._clamp(rt.spec, k_at(rt.schedule, b))
             moved = moved or k != rt.k
             rt.k = k
         states = [self._state(rt, rt.k, rt.k) for rt in members]
@@ -567,8 +561,8 @@ class SpeculationController:
                     now,
                     0,
                     rt.spec.name,
-                    schedule_k(rt.schedule, b),
-                    schedule_k(new, b),
+                    k_at(rt.schedule, b),
+                    k_at(new, b),
                     f"schedule: {why.get(rt.spec.name, '')}",
                     rt.speedup,
                     MappingProxyType(

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["DecisionTable", "KBounds", "RouteDecision", "schedule_k", "static_table"]
+from specgate.controllers.k_schedule import Schedule, k_at
+
+__all__ = ["DecisionTable", "KBounds", "RouteDecision", "static_table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,22 +33,11 @@ class RouteDecision:
     explore_share: float = 0.0
     # k by the engine's batch size, ((1, k1), (b2, k2), ...): k from each listed size up to the next. None: the
     # controller does not adapt (static mode); `k` holds for every batch size.
-    schedule: tuple[tuple[int, int], ...] | None = None
+    schedule: Schedule | None = None
 
     def k_at(self, batch: int) -> int:
         """The k for a request that joins a batch of `batch` requests: the schedule's, else `k`."""
-        return self.k if self.schedule is None else schedule_k(self.schedule, batch)
-
-
-def schedule_k(schedule: tuple[tuple[int, int], ...], batch: int) -> int:
-    """The schedule's k at `batch` (the last point at or below it). backends/spec_cap.py has the engine's copy:
-    the scheduler plugin imports nothing of specgate beyond that module."""
-    k = schedule[0][1]
-    for lo, value in schedule:
-        if lo > batch:
-            break
-        k = value
-    return k
+        return self.k if self.schedule is None else k_at(self.schedule, batch)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,17 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from specgate.controllers.decisions import schedule_k
+from specgate.controllers.k_schedule import Schedule, compress, k_at
 from specgate.controllers.policy import RouteState, StepTime, evaluate
 
 __all__ = [
     "BATCH_GRID",
     "GroupStepTime",
     "PoolProblem",
-    "Schedule",
     "VectorStepTime",
     "batch_table",
-    "compress",
     "joint_optima",
     "pool_schedules",
     "route_schedules",
@@ -35,7 +33,6 @@ __all__ = [
 # Batch sizes at which k is decided; between two of them the smaller one's k holds.
 BATCH_GRID: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
-Schedule = tuple[tuple[int, int], ...]
 Floats = npt.NDArray[np.float64]
 # The step time over arrays of (batch, mean k, largest k), elementwise with broadcasting.
 VectorStepTime = Callable[[Floats, Floats, Floats], Floats]
@@ -43,15 +40,6 @@ VectorStepTime = Callable[[Floats, Floats, Floats], Floats]
 GroupStepTime = Callable[[npt.NDArray[np.int64], Floats, Floats, Floats], Floats]
 
 _TOL = 1e-9
-
-
-def compress(points: Sequence[tuple[int, int]]) -> Schedule:
-    """Adjacent points with the same k merged: the schedule's canonical form."""
-    out: list[tuple[int, int]] = []
-    for lo, k in points:
-        if not out or out[-1][1] != k:
-            out.append((lo, k))
-    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +271,7 @@ def pool_schedules(
     routes sharing the pool, within each route's bounds; a route with k_min == k_max is pinned)."""
     sizes = sorted(set(grid))
     starts = [
-        [{name: schedule_k(s, b) for name, s in pr.previous.items()} for b in sizes] if pr.previous else None
+        [{name: k_at(s, b) for name, s in pr.previous.items()} for b in sizes] if pr.previous else None
         for pr in problems
     ]
     best = joint_optima(problems, [float(b) for b in sizes], starts, step_many)

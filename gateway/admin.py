@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
-from specgate.backends.spec_cap import encode_schedule
 from specgate.controllers.decisions import DecisionTable, RouteDecision
+from specgate.controllers.k_schedule import encode
 from specgate.runtime.control_loop import ControlLoop
 from specgate.runtime.coordination import Coordinator
 from starlette.responses import Response
@@ -196,10 +196,10 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: str | N
         return _ok(
             {
                 "pool": name,
-                "routes": {route: encode_schedule(s) for route, s in per_route.items()},
+                "routes": {route: encode(s) for route, s in per_route.items()},
                 # What requests carry now (behind hysteresis and dwell); null: static mode, a fixed k.
                 "in_force": {
-                    route: None if (s := in_force[route].schedule) is None else encode_schedule(s)
+                    route: None if (s := in_force[route].schedule) is None else encode(s)
                     for route in per_route
                     if route in in_force
                 },

@@ -24,10 +24,10 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import orjson
-from specgate.backends.spec_cap import encode_schedule, parse_schedule
 from specgate.backends.state_store import StateStore, StoreUnavailable
 from specgate.controllers.controller import DecisionRecord
 from specgate.controllers.decisions import DecisionTable, RouteDecision
+from specgate.controllers.k_schedule import encode, parse
 from specgate.controllers.observations import Observation, SpecStats
 from specgate.runtime.metrics import GatewayMetrics
 
@@ -83,7 +83,7 @@ def encode_table(table: DecisionTable, leader: str) -> bytes:
                     "reason": d.reason,
                     "explore_k": d.explore_k,
                     "explore_share": d.explore_share,
-                    "schedule": None if d.schedule is None else encode_schedule(d.schedule),
+                    "schedule": None if d.schedule is None else encode(d.schedule),
                 }
                 for name, d in table.routes.items()
             },
@@ -96,7 +96,7 @@ def _schedule(raw: object) -> tuple[tuple[int, int], ...] | None:
     schedules, or static mode). A malformed one refuses the table as a whole, like any other bad field."""
     if raw is None:
         return None
-    points = parse_schedule(raw) if isinstance(raw, str) else None
+    points = parse(raw) if isinstance(raw, str) else None
     if points is None:
         raise ValueError("schedule")
     return points

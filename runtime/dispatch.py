@@ -9,14 +9,13 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from specgate.backends.pool import Pool, PoolSet
 from specgate.backends.shaping import client_k, shape_request
-from specgate.backends.spec_cap import encode_schedule
 from specgate.controllers.actuator import PoolOption, actuate
 from specgate.controllers.decisions import DecisionTable, static_table
+from specgate.controllers.k_schedule import encode
 from specgate.controllers.picker import running_requests
 from specgate.controllers.routing import RequestFeatures, select_route
 from specgate.runtime.requests import ParsedRequest
@@ -156,7 +155,7 @@ class Dispatcher:
         act = actuate(desired, options)
         pool = pools[act.pool_index]
         # The plugin takes the schedule instead of a fixed cap: the k at each step follows the engine's batch.
-        sent = _encoded(schedule) if schedule is not None and act.cap is not None else None
+        sent = encode(schedule) if schedule is not None and act.cap is not None else None
         ask_usage = req.stream and not req.include_usage
         if shape_request(req.body, cap=None if sent else act.cap, ask_usage=ask_usage, schedule=sent):
             req.modified = True
@@ -169,11 +168,6 @@ class Dispatcher:
             explored=explored,
             schedule=sent,
         )
-
-
-@lru_cache(maxsize=1024)
-def _encoded(schedule: tuple[tuple[int, int], ...]) -> str:
-    return encode_schedule(schedule)
 
 
 def joining_batch(pools: Sequence[Pool]) -> int:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
 from specgate.controllers.cost_model import StepCostModel
-from specgate.controllers.decisions import schedule_k
+from specgate.controllers.k_schedule import k_at as schedule_k
 from specgate.controllers.observations import Observation, SpecStats
 from specgate.controllers.schedule import BATCH_GRID
 
