@@ -37,6 +37,17 @@ class KvReading:
     # Requests running on the busiest endpoint.
     running: float = 0.0
 
+    def merged(self, other: KvReading) -> KvReading:
+        """Two endpoints' readings (or two scrapes' within a tick) as one for their pool: the worst case of each
+        (highest use and running, smallest cache), preemptions summed, so one full endpoint is enough to act."""
+        sizes = [c for c in (self.capacity_tokens, other.capacity_tokens) if c is not None]
+        return KvReading(
+            max(self.usage, other.usage),
+            self.preemptions + other.preemptions,
+            min(sizes) if sizes else None,
+            max(self.running, other.running),
+        )
+
 
 @dataclass
 class KvPressure:

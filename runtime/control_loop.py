@@ -150,18 +150,11 @@ class ControlLoop:
 
     def engine_kv(self, pool: str, reading: KvReading) -> None:
         """An endpoint's KV state at a scrape (its preemptions since the last one): the pool's KV pressure, merged
-        over its endpoints until the next tick (highest use and running, preemptions summed, smallest cache)."""
-        seen = self._kv.get(pool)
-        if seen is None:
-            self._kv[pool] = reading
+        over its endpoints until the next tick (KvReading.merged). Dropped when the KV cap is off: nothing reads it."""
+        if not self.controller.settings.kv_cap:
             return
-        sizes = [c for c in (seen.capacity_tokens, reading.capacity_tokens) if c is not None]
-        self._kv[pool] = KvReading(
-            max(seen.usage, reading.usage),
-            seen.preemptions + reading.preemptions,
-            min(sizes) if sizes else None,
-            max(seen.running, reading.running),
-        )
+        seen = self._kv.get(pool)
+        self._kv[pool] = reading if seen is None else seen.merged(reading)
 
     def pool_batches(self, now: float) -> dict[str, float | None]:
         """Mean running requests per healthy endpoint of each pool; None when no fresh scrape exists."""

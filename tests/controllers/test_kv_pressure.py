@@ -55,3 +55,29 @@ def test_the_cap_stays_within_zero_and_max_and_never_rises_under_pressure(
             assert after <= before
         if after < before:
             assert running * after <= kv.draft_share * 4096  # a new cap keeps the drafts within their share
+
+
+def test_a_pool_reading_is_the_worst_endpoint_with_preemptions_summed() -> None:
+    a = KvReading(0.5, preemptions=1.0, capacity_tokens=4096.0, running=3.0)
+    b = KvReading(0.95, preemptions=2.0, capacity_tokens=2048.0, running=1.0)
+    assert a.merged(b) == KvReading(0.95, preemptions=3.0, capacity_tokens=2048.0, running=3.0)
+    assert a.merged(KvReading(0.1)) == KvReading(0.5, preemptions=1.0, capacity_tokens=4096.0, running=3.0)
+    assert KvReading(0.1).merged(KvReading(0.2)).capacity_tokens is None
+
+
+readings = st.builds(
+    KvReading,
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 50.0),
+    st.one_of(st.none(), st.floats(16.0, 1e6)),
+    st.floats(0.0, 256.0),
+)
+
+
+@given(readings, readings, readings)
+def test_merging_does_not_depend_on_the_order_endpoints_report_in(a: KvReading, b: KvReading, c: KvReading) -> None:
+    one, other = a.merged(b).merged(c), c.merged(a).merged(b)
+    assert (one.usage, one.capacity_tokens, one.running) == (other.usage, other.capacity_tokens, other.running)
+    assert abs(one.preemptions - other.preemptions) < 1e-9
+    # A merged reading never looks calmer than any endpoint's own.
+    assert one.usage >= max(a.usage, b.usage, c.usage) and one.preemptions >= a.preemptions
