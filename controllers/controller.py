@@ -32,16 +32,17 @@ from specgate.controllers.kv_pressure import KvPressure, KvReading
 from specgate.controllers.observations import Observation
 from specgate.controllers.policy import (
     RouteState,
-    StepTime,
     break_even_acceptance,
     evaluate,
 )
 from specgate.controllers.schedule import (
     BATCH_GRID,
+    Gain,
     PoolProblem,
     batch_table,
     pool_schedules,
     route_schedules,
+    schedule_gains,
 )
 from specgate.controllers.step_evidence import interval_sample
 
@@ -136,10 +137,6 @@ def _capped(schedule: Schedule, cap: int) -> Schedule:
     return compress([(lo, min(k, cap)) for lo, k in schedule])
 
 
-def _clamped(schedule: Schedule, batch: int, r: RouteState) -> int:
-    return max(r.k_min, min(r.k_max, k_at(schedule, batch)))
-
-
 @dataclass
 class _RouteRuntime:
     spec: RouteSpec
@@ -224,6 +221,8 @@ class SpeculationController:
     _explore: dict[str, int | None] = field(init=False)
     _static: dict[str, int] = field(init=False)
     _shares: dict[str, float] = field(init=False)
+    # Each route's expected lengths, computed once per tick (None outside a tick: status views read them fresh).
+    _lengths_cache: dict[str, tuple[float, ...]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._pools = {p.name: p for p in self.pools}
@@ -417,7 +416,16 @@ class SpeculationController:
         since the last tick, when its engines report one."""
         self.now = now
         self.ticks += 1
-        for name, reading in (pool_kv or {}).items():
+        self._lengths_cache = {}
+        try:
+            return self._tick(now, pool_batch, pool_kv or {})
+        finally:
+            self._lengths_cache = None
+
+    def _tick(
+        self, now: float, pool_batch: Mapping[str, float | None], pool_kv: Mapping[str, KvReading]
+    ) -> DecisionTable | None:
+        for name, reading in pool_kv.items():
             if name in self._kv and self.settings.kv_cap:
                 self._kv[name].observe(reading, now)
         changes = self._schedule_pools(pool_batch, now)
@@ -438,9 +446,16 @@ class SpeculationController:
         return self.table()
 
     def _lengths(self, rt: _RouteRuntime) -> tuple[float, ...]:
+        # Asked twice per route each tick (solving, then the lookup at the current load): computed once per tick.
+        cache = self._lengths_cache
+        if cache is not None and (hit := cache.get(rt.spec.name)) is not None:
+            return hit
         est = self.estimator(rt.spec.name, rt.spec.pool)
         prior, weight = self._pool_acceptance.get(rt.spec.pool), self.settings.prior_weight
-        return tuple(est.expected_length(k, True, prior, weight) for k in range(self._k_max(rt.spec) + 1))
+        out = tuple(est.expected_length(k, True, prior, weight) for k in range(self._k_max(rt.spec) + 1))
+        if cache is not None:
+            cache[rt.spec.name] = out
+        return out
 
     def _overridden(self, rt: _RouteRuntime) -> tuple[int, str] | None:
         """The k the kill switch or a pin imposes, with why; None when neither acts."""
@@ -509,11 +524,13 @@ class SpeculationController:
             states = self._states(members, forced) if adapt else []
             previous = {rt.spec.name: rt.schedule for rt in members}
             plans.append((pool, members, batch, forced, PoolProblem(states, self._cost[pool.name].predict, previous)))
-        models = [self._cost[plan[0].name] for plan in plans]
-        fresh = pool_schedules([plan[4] for plan in plans], step_many=stacked_predictor(models))
+        problems = [plan[4] for plan in plans]
+        step_many = stacked_predictor([self._cost[plan[0].name] for plan in plans])
+        fresh = pool_schedules(problems, step_many=step_many)
+        gains = schedule_gains(problems, fresh, step_many=step_many)
         records: list[DecisionRecord] = []
-        for (pool, members, batch, forced, problem), new in zip(plans, fresh, strict=True):
-            records += self._adopt_schedules(pool, members, batch, forced, problem, new, now)
+        for (pool, members, batch, forced, problem), new, gain in zip(plans, fresh, gains, strict=True):
+            records += self._adopt_schedules(pool, members, batch, forced, problem, new, gain, now)
         return records
 
     def _adopt_schedules(
@@ -524,6 +541,7 @@ class SpeculationController:
         forced: Mapping[str, tuple[int, str] | None],
         problem: PoolProblem,
         fresh: Mapping[str, Schedule],
+        gained: Gain | None,
         now: float,
     ) -> list[DecisionRecord]:
         s = self.settings
@@ -531,8 +549,8 @@ class SpeculationController:
         why: dict[str, str] = {name: f[1] for name, f in forced.items() if f is not None}
         gain, at = 0.0, 1
         free = [rt for rt in members if forced[rt.spec.name] is None]
-        if problem.routes and problem.previous is not None:
-            gain, at, fewer = self._schedule_gain(problem.routes, problem.previous, fresh, problem.step_time)
+        if gained is not None:
+            gain, at, fewer = gained.gain, gained.at, gained.fewer_violations
             last = max(rt.schedule_changed_at for rt in free)
             if not (gain >= s.hysteresis or fewer):
                 note = f"held: best alternative gains {gain:.1%} (hysteresis {s.hysteresis:.0%})"
@@ -581,25 +599,6 @@ class SpeculationController:
             rt.schedule = new
             rt.schedule_changed_at = now
         return records
-
-    @staticmethod
-    def _schedule_gain(
-        states: Sequence[RouteState],
-        current: Mapping[str, Schedule],
-        fresh: Mapping[str, Schedule],
-        step_time: StepTime,
-    ) -> tuple[float, int, bool]:
-        """(largest relative goodput gain of `fresh` over `current` across the grid, the batch size where it is,
-        whether `fresh` breaks fewer SLOs somewhere)."""
-        gain, at, fewer = 0.0, 1, False
-        for b in BATCH_GRID:
-            old = evaluate(states, {r.name: _clamped(current[r.name], b, r) for r in states}, b, step_time)
-            new = evaluate(states, {r.name: _clamped(fresh[r.name], b, r) for r in states}, b, step_time)
-            g = new.goodput / max(old.goodput, 1e-12) - 1
-            if g > gain:
-                gain, at = g, b
-            fewer = fewer or new.slo_violation < old.slo_violation - 1e-9
-        return gain, at, fewer
 
     def _refresh_explore(self) -> bool:
         changed = False

@@ -21,6 +21,7 @@ from specgate.controllers.policy import RouteState, StepTime, evaluate
 
 __all__ = [
     "BATCH_GRID",
+    "Gain",
     "GroupStepTime",
     "PoolProblem",
     "VectorStepTime",
@@ -28,6 +29,7 @@ __all__ = [
     "joint_optima",
     "pool_schedules",
     "route_schedules",
+    "schedule_gains",
 ]
 
 # Batch sizes at which k is decided; between two of them the smaller one's k holds.
@@ -120,6 +122,12 @@ class _Problems:
         target = self.target.reshape(self.target.shape[0], *([1] * (lengths.ndim - 2)), self.target.shape[1])
         tpot = step[..., None] / lengths
         return np.asarray((np.maximum(0.0, tpot - target) / target).sum(axis=-1), dtype=np.float64)
+
+    def score(self) -> tuple[Floats, Floats]:
+        """(SLO violation, goodput) of each row's starting ks, as they stand: no ascent."""
+        num, kbar, kmax = self._totals(self.ks)
+        step = self.step(self.group, self.batch, kbar, kmax)
+        return self._violation(step, self._lengths(self.ks)), self.batch * num / step
 
     def solve(self, sweeps: int = 6) -> tuple[npt.NDArray[np.int64], Floats, Floats]:
         """Coordinate ascent from the starts: each route slot in turn takes its best k given the others (fewest SLO
@@ -291,6 +299,58 @@ def route_schedules(
     """`pool_schedules` for one pool."""
     many = None if step_many is None else (lambda group, b, kbar, kmax: step_many(b, kbar, kmax))
     return pool_schedules([PoolProblem(routes, step_time, previous)], grid, many)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Gain:
+    """How much better one set of a pool's schedules is than another: the largest relative goodput gain over the
+    grid, the batch size where it is, and whether the new ones break fewer SLOs at some batch size."""
+
+    gain: float = 0.0
+    at: int = 1
+    fewer_violations: bool = False
+
+
+def schedule_gains(
+    problems: Sequence[PoolProblem],
+    fresh: Sequence[Mapping[str, Schedule]],
+    grid: Sequence[int] = BATCH_GRID,
+    step_many: GroupStepTime | None = None,
+) -> list[Gain | None]:
+    """For each pool, `fresh` against its `previous` schedules at every batch size of `grid` (each route's k clamped
+    to its bounds), every pool scored in one numpy pass (the hysteresis test of every tick); None where a pool has
+    no routes or no previous schedules."""
+    out: list[Gain | None] = [None] * len(problems)
+    live = [i for i, pr in enumerate(problems) if pr.routes and pr.previous is not None]
+    if not live or not grid:
+        return out
+    sizes = sorted(set(grid))
+    rows: list[_Row] = []
+    for i in live:
+        pr = problems[i]
+        assert pr.previous is not None
+        for schedules in (pr.previous, fresh[i]):
+            rows += [
+                _Row(i, j, tuple(min(max(k_at(schedules[r.name], b), r.k_min), r.k_max) for r in pr.routes))
+                for j, b in enumerate(sizes)
+            ]
+    step = step_many or _grouped([pr.step_time for pr in problems])
+    violation, goodput = _Problems(
+        [pr.routes for pr in problems], rows, np.asarray(sizes, dtype=np.float64), step
+    ).score()
+    g = len(sizes)
+    for n, i in enumerate(live):
+        old = slice(2 * n * g, (2 * n + 1) * g)
+        new = slice((2 * n + 1) * g, (2 * n + 2) * g)
+        ratio = goodput[new] / np.maximum(goodput[old], 1e-12) - 1.0
+        best = int(np.argmax(ratio))
+        gained = float(ratio[best]) > 0.0
+        out[i] = Gain(
+            float(ratio[best]) if gained else 0.0,
+            sizes[best] if gained else 1,
+            bool((violation[new] < violation[old] - _TOL).any()),
+        )
+    return out
 
 
 def batch_table(

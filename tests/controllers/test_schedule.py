@@ -7,7 +7,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from specgate.controllers.policy import RouteState, evaluate
-from specgate.controllers.schedule import BATCH_GRID, batch_table, route_schedules
+from specgate.controllers.schedule import BATCH_GRID, PoolProblem, batch_table, route_schedules, schedule_gains
 
 
 def gpu_like(b: float, kbar: float, kmax: float) -> float:
@@ -103,3 +103,60 @@ def test_one_route_schedule_is_the_exact_optimum_for_any_proposal_rate(alpha: fl
     chosen = k_at(route_schedules([route], gpu_like)["r"], batch)
     got = evaluate([route], {"r": chosen}, batch, gpu_like).goodput
     assert all(got >= evaluate([route], {"r": k}, batch, gpu_like).goodput * (1 - 1e-6) for k in range(5))
+
+
+def _gain_by_evaluate(
+    routes: list[RouteState], old: dict[str, tuple[tuple[int, int], ...]], new: dict[str, tuple[tuple[int, int], ...]]
+) -> tuple[float, dict[int, float], bool]:
+    """The hysteresis test the slow way, policy.evaluate at each batch size of the grid (the reference): the largest
+    gain, the gain at each batch size, whether the new schedules break fewer SLOs somewhere."""
+    gain, by_batch, fewer = 0.0, {}, False
+    for b in BATCH_GRID:
+
+        def ks(s: dict[str, tuple[tuple[int, int], ...]], b: int = b) -> dict[str, int]:
+            return {r.name: max(r.k_min, min(r.k_max, k_at(s[r.name], b))) for r in routes}
+
+        before, after = evaluate(routes, ks(old), b, gpu_like), evaluate(routes, ks(new), b, gpu_like)
+        by_batch[b] = after.goodput / max(before.goodput, 1e-12) - 1
+        gain = max(gain, by_batch[b])
+        fewer = fewer or after.slo_violation < before.slo_violation - 1e-9
+    return gain, by_batch, fewer
+
+
+schedules_st = st.lists(st.tuples(st.sampled_from(BATCH_GRID[1:]), st.integers(0, 5)), max_size=4).flatmap(
+    lambda pts: st.integers(0, 5).map(lambda k1: ((1, k1), *sorted(dict(pts).items())))
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.05, 0.95),
+            st.floats(0.01, 1.0),
+            st.integers(0, 2),
+            st.one_of(st.none(), st.floats(0.002, 0.05)),
+            schedules_st,
+            schedules_st,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_schedule_gains_match_evaluate_at_every_batch_size(spec: list[tuple]) -> None:
+    routes = [RouteState(f"r{i}", s[1], s[2], 4, lengths(s[0]), s[3]) for i, s in enumerate(spec)]
+    old = {f"r{i}": s[4] for i, s in enumerate(spec)}
+    new = {f"r{i}": s[5] for i, s in enumerate(spec)}
+    (gained,) = schedule_gains([PoolProblem(routes, gpu_like, old)], [new], step_many=None)
+    assert gained is not None
+    gain, by_batch, fewer = _gain_by_evaluate(routes, old, new)
+    assert abs(gained.gain - gain) <= 1e-9 * max(1.0, gain)
+    assert gained.fewer_violations == fewer
+    if gain > 1e-9:  # where the gain is (several batch sizes may tie)
+        assert abs(by_batch[gained.at] - gain) <= 1e-9 * max(1.0, gain)
+
+
+def test_schedule_gains_skip_pools_without_routes_or_history() -> None:
+    route = RouteState("r", 1.0, 0, 4, lengths(0.7))
+    empty, fresh = PoolProblem([], gpu_like, {}), PoolProblem([route], gpu_like, None)
+    assert schedule_gains([empty, fresh], [{}, {"r": ((1, 2),)}]) == [None, None]
