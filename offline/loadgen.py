@@ -150,7 +150,12 @@ ADAPTIVE: dict[str, dict[str, Any]] = {
 
 
 def _start_gateway(
-    engine_url: str, model: str, max_k: int, port: int, controller: dict[str, Any] | None = None
+    engine_url: str,
+    model: str,
+    max_k: int,
+    port: int,
+    controller: dict[str, Any] | None = None,
+    cost_prior: str = "cpu",
 ) -> tuple[uvicorn.Server, threading.Thread]:
     config = validate_config(
         {
@@ -172,7 +177,7 @@ def _start_gateway(
                 "tick_s": 1.0,
                 "half_life_s": 20.0,
                 "min_dwell_s": 3.0,
-                "cost_prior": "cpu",
+                "cost_prior": cost_prior,
                 **(controller or {}),
             },
             "logging": {"level": "warning"},
@@ -201,6 +206,7 @@ def run_bench(
     tokens_per_request: int = 64,
     policies: list[str] | None = None,
     warm_up_s: float = 20.0,
+    cost_prior: str = "cpu",
 ) -> dict[str, Any]:
     """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order), each through a
     gateway of its own (a fresh controller: no policy learns from another's traffic); returns (and writes) the
@@ -214,6 +220,7 @@ def run_bench(
         "max_k": max_k,
         "phases": [p.__dict__ for p in phases],
         "warm_up_s": warm_up_s,
+        "cost_prior": cost_prior,
         "policies": {},
         "timeline": {},
     }
@@ -222,7 +229,7 @@ def run_bench(
         asyncio.run(_phase(engine_url, Phase("warm-up", warm_up_s, 8, 0.5), 0, tokens_per_request, served_model))
     for n, policy in enumerate(order):
         url = f"http://127.0.0.1:{port + n}"
-        server, thread = _start_gateway(engine_url, served_model, max_k, port + n, ADAPTIVE.get(policy))
+        server, thread = _start_gateway(engine_url, served_model, max_k, port + n, ADAPTIVE.get(policy), cost_prior)
         try:
             if policy not in ADAPTIVE:
                 with httpx.Client(timeout=10) as admin:

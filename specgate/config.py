@@ -250,7 +250,7 @@ class ControllerConfig(_Strict):
     stale_after_s: Annotated[float, Field(gt=0)] = 60.0
     safe_k: Annotated[int, Field(ge=0, le=16)] = 0
     # Step-time prior per engine kind until the online fit takes over.
-    cost_prior: Literal["gpu", "cpu"] = "gpu"
+    cost_prior: Literal["gpu", "cpu", "knee"] = "gpu"
     decision_log_size: Annotated[int, Field(ge=10, le=100_000)] = 500
     # Trials per draft position a new route borrows from its pool's measured acceptance (0, the default: none).
     prior_weight: Annotated[float, Field(ge=0, le=10_000)] = 0.0

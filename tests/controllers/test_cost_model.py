@@ -39,12 +39,13 @@ def test_cpu_prior_matches_the_committed_calibration() -> None:
 
     from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
 
-    fitted = json.loads((Path(__file__).parents[2] / "bench/results/cpu-step-profile.json").read_text())["fit"]
-    t0, t1, _ = PRIORS["cpu"]
-    assert t0 == pytest.approx(fitted["t0_s"], rel=0.05)
-    assert t1 == pytest.approx(fitted["t1_s"], rel=0.05)
-    assert DRAFT_COSTS["cpu"] == pytest.approx(fitted["draft_cost"], abs=0.05)
-    assert KNEES["cpu"] == pytest.approx(fitted["knee_tokens"], abs=1.0)
+    for prior, name in (("cpu", "cpu-step-profile.json"), ("knee", "knee-step-profile.json")):
+        fitted = json.loads((Path(__file__).parents[2] / "bench/results" / name).read_text())["fit"]
+        t0, t1, _ = PRIORS[prior]
+        assert t0 == pytest.approx(fitted["t0_s"], rel=0.05)
+        assert t1 == pytest.approx(fitted["t1_s"], rel=0.05)
+        assert DRAFT_COSTS[prior] == pytest.approx(fitted["draft_cost"], abs=0.05)
+        assert KNEES[prior] == pytest.approx(fitted["knee_tokens"], abs=1.0)
 
 
 def test_fit_recovers_a_knee_curve_from_noisy_samples() -> None:
