@@ -18,7 +18,14 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["DEFAULT_MODEL_DIR", "EngineProcess", "EngineSpec", "EngineStartError", "engine_command"]
+__all__ = [
+    "DEFAULT_MODEL_DIR",
+    "EngineProcess",
+    "EngineSpec",
+    "EngineStartError",
+    "engine_command",
+    "parse_k_per_batch_size",
+]
 
 # The tiny test model lives in the source checkout (models/), not in the wheel: installed elsewhere, pass --model.
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "specgate-tiny-llama"
@@ -44,6 +51,9 @@ class EngineSpec:
     max_k: int = 4
     # The drafter of "draft_model" (default: the target itself, which accepts everything).
     draft_model_dir: Path | None = None
+    # vLLM's own dynamic speculative decoding: ((first batch size, last, k), ...), `num_speculative_tokens_per_batch_
+    # size` in --speculative-config (the engine's batch-size table, the baseline specgate must beat). None: off.
+    k_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
     plugin: bool = True
     per_request_metrics: bool = True
     kv_cache_gib: int = 1
@@ -58,6 +68,24 @@ class EngineSpec:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+
+def parse_k_per_batch_size(text: str) -> tuple[tuple[int, int, int], ...]:
+    """`"1-24:2,25-2048:0"` -> ((1, 24, 2), (25, 2048, 0)): k=2 for 1-24 running requests, 0 from 25. Ranges must
+    start at 1 and follow each other without gaps or overlaps (what vLLM requires, said before it starts)."""
+    rows = []
+    for item in text.split(","):
+        span, sep, k = item.strip().partition(":")
+        lo, dash, hi = span.partition("-")
+        if not (sep and dash and lo.isdigit() and hi.isdigit() and k.isdigit()):
+            raise ValueError(f"{item.strip()!r}: expected FIRST-LAST:K, e.g. 1-24:2")
+        rows.append((int(lo), int(hi), int(k)))
+    expected = 1
+    for lo, hi, _ in rows:
+        if lo != expected or hi < lo:
+            raise ValueError(f"batch-size ranges must start at 1 and follow on without gaps: {text!r}")
+        expected = hi + 1
+    return tuple(rows)
 
 
 def engine_command(spec: EngineSpec) -> list[str]:
@@ -97,6 +125,8 @@ def engine_command(spec: EngineSpec) -> list[str]:
         config = {}
     else:
         raise ValueError(f"unknown speculation {spec.speculation!r}: expected 'ngram', 'draft_model' or 'none'")
+    if config and spec.k_per_batch_size:
+        config["num_speculative_tokens_per_batch_size"] = [list(row) for row in spec.k_per_batch_size]
     if config:
         cmd += ["--speculative-config", json.dumps(config)]
         if spec.per_request_metrics:

@@ -142,7 +142,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def _engine_spec(args: argparse.Namespace) -> Any:
-    from specgate.backends.launcher import DEFAULT_MODEL_DIR, EngineSpec
+    from specgate.backends.launcher import DEFAULT_MODEL_DIR, EngineSpec, parse_k_per_batch_size
     from specgate.backends.testbed import TINY_MODEL_DIR, ensure_knee_model
 
     draft_dir = None
@@ -156,6 +156,7 @@ def _engine_spec(args: argparse.Namespace) -> Any:
     return EngineSpec(
         model_dir=model_dir,
         draft_model_dir=draft_dir,
+        k_per_batch_size=parse_k_per_batch_size(args.k_per_batch_size) if args.k_per_batch_size else None,
         served_name=args.served_name or f"specgate-{args.testbed}",
         host=args.host,
         port=args.port,
@@ -183,7 +184,11 @@ def _wait_forever(stop: Any) -> None:
 def cmd_engine_up(args: argparse.Namespace) -> int:
     from specgate.backends.launcher import EngineProcess, EngineStartError, engine_command
 
-    spec = _engine_spec(args)
+    try:
+        spec = _engine_spec(args)
+    except ValueError as exc:
+        print(f"specgate engine up: {exc}", file=sys.stderr)
+        return 2
     engine = EngineProcess(spec, Path(args.log) if args.log else None)
     print("starting:", " ".join(engine_command(spec)), file=sys.stderr)
     try:
@@ -519,6 +524,11 @@ def _parser() -> argparse.ArgumentParser:
         help="draft_model: the tiny model drafts (for itself, or for the knee model) (default: ngram)",
     )
     up.add_argument("--max-k", type=int, default=4)
+    up.add_argument(
+        "--k-per-batch-size",
+        metavar="TABLE",
+        help="vLLM's own batch-size table (dynamic speculative decoding), e.g. 1-24:2,25-2048:0",
+    )
     up.add_argument("--no-plugin", action="store_true", help="without specgate's per-request k scheduler plugin")
     up.add_argument(
         "--otlp-traces-endpoint", help="OTLP/HTTP traces URL: vLLM exports a span per request (continues traceparent)"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The real-engine comparison on the knee testbed (docs/testbeds.md, issue 16). Per repetition:
+#   1. the knee engine (n-gram, plugin) runs static-k0, static-k2, static-k4 and adaptive through fresh gateways
+#      (`specgate bench`; the order reversed on every other repetition);
+#   2. the same engine restarted with vLLM's own batch-size table (dynamic speculative decoding, $TABLE) runs
+#      static-k4 through a gateway: every request may draft 4, the engine's table decides k at each step.
+# Nothing else should run on the machine meanwhile. Results: $OUT/rep<N>.json and $OUT/rep<N>-table.json.
+#
+#     bash bench/knee_runs.sh                     # REPS=3 PORT=8110 TABLE=1-24:2,25-2048:0 OUT=bench/results/knee
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-3}
+PORT=${PORT:-8110}
+TABLE=${TABLE:-1-24:2,25-2048:0}
+OUT=${OUT:-bench/results/knee}
+SG=.venv/bin/specgate
+mkdir -p "$OUT"
+
+engine_up() {  # extra flags...
+    "$SG" engine up --testbed knee --port "$PORT" --log "$OUT/engine.log" "$@" >/dev/null 2>&1 &
+    ENGINE_PID=$!
+    for _ in $(seq 1 300); do
+        curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return 0
+        kill -0 "$ENGINE_PID" 2>/dev/null || { echo "engine exited; see $OUT/engine.log" >&2; exit 1; }
+        sleep 1
+    done
+    echo "engine not healthy after 300 s" >&2
+    exit 1
+}
+
+engine_down() {
+    kill -TERM "$ENGINE_PID" 2>/dev/null || true
+    wait "$ENGINE_PID" 2>/dev/null || true
+}
+trap engine_down EXIT
+
+for rep in $(seq 1 "$REPS"); do
+    order=(static-k0 static-k2 static-k4 adaptive)
+    if ((rep % 2 == 0)); then order=(adaptive static-k4 static-k2 static-k0); fi
+    policies=()
+    for p in "${order[@]}"; do policies+=(--policy "$p"); done
+    engine_up
+    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee "${policies[@]}" \
+        --out "$OUT/rep$rep.json"
+    engine_down
+    engine_up --k-per-batch-size "$TABLE"
+    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --policy static-k4 \
+        --out "$OUT/rep$rep-table.json"
+    engine_down
+done

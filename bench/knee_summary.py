@@ -1,0 +1,70 @@
+"""Summarise bench/knee_runs.sh: per phase and over the whole run, each policy's mean TPOT (median [min-max] over
+repetitions) and, per repetition, specgate's adaptive policy over the best baseline of that repetition (the best of
+static k0/k2/k4 and vLLM's own batch-size table, picked per phase in hindsight), median [min-max].
+
+    python bench/knee_summary.py bench/results/knee
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+TABLE = "vllm-table"
+
+
+def _reps(folder: Path) -> list[dict[str, dict[str, Any]]]:
+    reps = []
+    for path in sorted(folder.glob("rep[0-9]*.json")):
+        if path.stem.endswith("-table"):
+            continue
+        policies = dict(json.loads(path.read_text())["policies"])
+        table = path.with_name(f"{path.stem}-table.json")
+        if table.is_file():
+            policies[TABLE] = json.loads(table.read_text())["policies"]["static-k4"]
+        reps.append(policies)
+    return reps
+
+
+def _whole(rows: dict[str, Any]) -> float:
+    n = sum(r["requests"] for r in rows.values())
+    return sum(r["mean_tpot_ms"] * r["requests"] for r in rows.values()) / n
+
+
+def _fmt(values: list[float]) -> str:
+    return f"{statistics.median(values):7.2f} [{min(values):.2f}-{max(values):.2f}]"
+
+
+def main(folder: Path) -> int:
+    reps = _reps(folder)
+    if not reps:
+        print(f"no rep*.json under {folder}", file=sys.stderr)
+        return 1
+    phases = [*next(iter(reps[0].values())).keys(), "whole"]
+    names = sorted({name for rep in reps for name in rep})
+    print(f"{len(reps)} repetitions; mean TPOT ms, median [min-max]")
+    for phase in phases:
+        print(f"\n{phase}")
+        for name in names:
+            values = [
+                (_whole(rep[name]) if phase == "whole" else rep[name][phase]["mean_tpot_ms"])
+                for rep in reps
+                if name in rep
+            ]
+            print(f"  {name:12s} {_fmt(values)}")
+        ratios = []
+        for rep in reps:
+            base = {n: (_whole(r) if phase == "whole" else r[phase]["mean_tpot_ms"]) for n, r in rep.items()}
+            if "adaptive" in base:
+                best = min(v for n, v in base.items() if n != "adaptive")
+                ratios.append(base["adaptive"] / best)
+        if ratios:
+            print(f"  adaptive / best baseline: {_fmt(ratios)}  per rep {[round(r, 3) for r in ratios]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results/knee")))
