@@ -73,7 +73,7 @@ class EngineSpec:
 def parse_k_per_batch_size(text: str) -> tuple[tuple[int, int, int], ...]:
     """`"1-24:2,25-2048:0"` -> ((1, 24, 2), (25, 2048, 0)): k=2 for 1-24 running requests, 0 from 25. Ranges must
     start at 1 and follow each other without gaps or overlaps (what vLLM requires, said before it starts)."""
-    rows = []
+    rows: list[tuple[int, int, int]] = []
     for item in text.split(","):
         span, sep, k = item.strip().partition(":")
         lo, dash, hi = span.partition("-")
@@ -81,10 +81,10 @@ def parse_k_per_batch_size(text: str) -> tuple[tuple[int, int, int], ...]:
             raise ValueError(f"{item.strip()!r}: expected FIRST-LAST:K, e.g. 1-24:2")
         rows.append((int(lo), int(hi), int(k)))
     expected = 1
-    for lo, hi, _ in rows:
-        if lo != expected or hi < lo:
+    for first, last, _ in rows:
+        if first != expected or last < first:
             raise ValueError(f"batch-size ranges must start at 1 and follow on without gaps: {text!r}")
-        expected = hi + 1
+        expected = last + 1
     return tuple(rows)
 
 
