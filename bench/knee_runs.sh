@@ -6,22 +6,24 @@
 #      static-k4 through a gateway: every request may draft 4, the engine's table decides k at each step.
 # Nothing else should run on the machine meanwhile. Results: $OUT/rep<N>.json and $OUT/rep<N>-table.json.
 #
-#     bash bench/knee_runs.sh                     # REPS=3 PORT=8110 TABLE=1-24:2,25-2048:0 OUT=bench/results/knee
+#     bash bench/knee_runs.sh     # REPS=3 PORT=8110 TABLE=1-24:2,25-2048:0 OUT=bench/results/knee LOG=/tmp/...
+#     python bench/knee_summary.py bench/results/knee
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
 PORT=${PORT:-8110}
 TABLE=${TABLE:-1-24:2,25-2048:0}
 OUT=${OUT:-bench/results/knee}
+LOG=${LOG:-/tmp/specgate-knee-engine.log}
 SG=.venv/bin/specgate
 mkdir -p "$OUT"
 
 engine_up() {  # extra flags...
-    "$SG" engine up --testbed knee --port "$PORT" --log "$OUT/engine.log" "$@" >/dev/null 2>&1 &
+    "$SG" engine up --testbed knee --port "$PORT" --log "$LOG" "$@" >/dev/null 2>&1 &
     ENGINE_PID=$!
     for _ in $(seq 1 300); do
         curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return 0
-        kill -0 "$ENGINE_PID" 2>/dev/null || { echo "engine exited; see $OUT/engine.log" >&2; exit 1; }
+        kill -0 "$ENGINE_PID" 2>/dev/null || { echo "engine exited; see $LOG" >&2; exit 1; }
         sleep 1
     done
     echo "engine not healthy after 300 s" >&2
