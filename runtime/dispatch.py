@@ -9,6 +9,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from specgate.backends.pool import Pool, PoolSet
@@ -155,7 +156,7 @@ class Dispatcher:
         act = actuate(desired, options)
         pool = pools[act.pool_index]
         # The plugin takes the schedule instead of a fixed cap: the k at each step follows the engine's batch.
-        sent = encode(schedule) if schedule is not None and act.cap is not None else None
+        sent = _encoded(schedule) if schedule is not None and act.cap is not None else None
         ask_usage = req.stream and not req.include_usage
         if shape_request(req.body, cap=None if sent else act.cap, ask_usage=ask_usage, schedule=sent):
             req.modified = True
@@ -168,6 +169,12 @@ class Dispatcher:
             explored=explored,
             schedule=sent,
         )
+
+
+# Every request of a route carries the same schedule until the table changes: encode it once, not per request.
+@lru_cache(maxsize=1024)
+def _encoded(schedule: tuple[tuple[int, int], ...]) -> str:
+    return encode(schedule)
 
 
 def joining_batch(pools: Sequence[Pool]) -> int:
