@@ -331,7 +331,7 @@ def schedule_gains(
         assert pr.previous is not None
         for schedules in (pr.previous, fresh[i]):
             rows += [
-                _Row(i, j, tuple(min(max(k_at(schedules[r.name], b), r.k_min), r.k_max) for r in pr.routes))
+                _Row(i, j, _clamp(pr.routes, {r.name: k_at(schedules[r.name], b) for r in pr.routes}))
                 for j, b in enumerate(sizes)
             ]
     step = step_many or _grouped([pr.step_time for pr in problems])
