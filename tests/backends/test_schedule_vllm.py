@@ -6,9 +6,7 @@ AsyncScheduler code in tests/backends/test_vllm_scheduler.py, and on a GPU engin
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 from specgate.backends.launcher import EngineSpec
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 
+from tests.backends.engine_load import busy
 from tests.conftest import MODEL, GatewayServer, engine_pool
 
 pytestmark = pytest.mark.slow
@@ -31,6 +30,9 @@ def _body(xargs: dict[str, Any] | None, max_tokens: int = 40) -> dict[str, Any]:
     return body
 
 
+_LOAD = {**_body(None, 400), "ignore_eos": True}
+
+
 def _spec(r: httpx.Response) -> dict[str, Any]:
     assert r.status_code == 200, r.text
     return dict(r.json()["metrics"]["speculative_decoding"])
@@ -40,44 +42,10 @@ def _alone(engine: EngineSpec, xargs: dict[str, Any] | None) -> dict[str, Any]:
     return _spec(httpx.post(f"{engine.url}/v1/completions", json=_body(xargs), timeout=120))
 
 
-def _gauge(text: str, name: str) -> float:
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(f"{name}{{"))
-
-
-@contextlib.asynccontextmanager
-async def _busy(client: httpx.AsyncClient, workers: int, running: int) -> AsyncIterator[None]:
-    """`workers` long requests kept in flight (each replaced as soon as it ends) until the block exits; entered once
-    the engine reports at least `running` of them at once. Kept in flight rather than sent once: the tiny model
-    writes 400 tokens in well under a second, and under CPU contention the engine's gauge (and a request through
-    the gateway) can lag by more than that, so a one-shot load may end before the request under test runs."""
-    stop = asyncio.Event()
-
-    async def keep_one() -> None:
-        while not stop.is_set():
-            r = await client.post("/v1/completions", json={**_body(None, 400), "ignore_eos": True})
-            assert r.status_code == 200, r.text
-
-    tasks = [asyncio.create_task(keep_one()) for _ in range(workers)]
-    try:
-        deadline, seen = time.monotonic() + 120, 0.0
-        while seen < running:
-            failed = [t.exception() for t in tasks if t.done()]
-            assert not failed, f"a load request failed: {failed}"
-            assert time.monotonic() < deadline, f"the engine never ran {running} requests at once (last {seen})"
-            seen = _gauge((await client.get("/metrics", timeout=10)).text, "vllm:num_requests_running")
-            await asyncio.sleep(0.05)
-        yield
-    finally:
-        stop.set()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
 async def _under_load(engine: EngineSpec, xargs: dict[str, Any], others: int) -> dict[str, Any]:
     """The request runs while at least `others` long requests run, so every step of it has a batch > `others`
     (`others` + 2 are kept in flight: two may be between requests at once)."""
-    async with httpx.AsyncClient(base_url=engine.url, timeout=300) as client, _busy(client, others + 2, others):
+    async with httpx.AsyncClient(base_url=engine.url, timeout=300) as client, busy(client, _LOAD, others + 2, others):
         return _spec(await client.post("/v1/completions", json=_body(xargs, 24)))
 
 
@@ -116,7 +84,7 @@ def test_the_gateway_sends_the_route_schedule_and_learns_per_step_drafts(
 ) -> None:
     """The whole chain on a real engine: the decision table's schedule -> `vllm_xargs` -> the plugin at every step
     -> `detailed` per-step metrics -> per-k evidence. Alone the schedule says k=2 (drafts per step <= 2); with three
-    others running it says 0 (no drafts); five are kept in flight (`_busy`)."""
+    others running it says 0 (no drafts); five are kept in flight (tests/backends/engine_load.py)."""
     gw = start_gateway([engine_pool(engine)])  # tick_s 3600: the table set here stays
     table = gw.gateway.dispatcher.table
     schedule = ((1, 2), (4, 0))
@@ -131,10 +99,11 @@ def test_the_gateway_sends_the_route_schedule_and_learns_per_step_drafts(
     assert all(k <= 2 for k, _ in alone.spec.by_k) and any(k > 0 for k, _ in alone.spec.by_k)
 
     async def loaded() -> None:
-        async with httpx.AsyncClient(base_url=engine.url, timeout=300) as client, _busy(client, 5, 3):
+        async with httpx.AsyncClient(base_url=engine.url, timeout=300) as client, busy(client, _LOAD, 5, 3):
             answer = await client.post(f"{gw.url}/v1/completions", json=_body(None, 24))
             assert answer.status_code == 200
 
     asyncio.run(loaded())
-    (busy,) = gw.gateway.sink.drain()
-    assert busy.scheduled and busy.spec is not None and busy.spec.draft_tokens == 0 and busy.spec.by_k == ()
+    (loaded_obs,) = gw.gateway.sink.drain()
+    assert loaded_obs.scheduled and loaded_obs.spec is not None
+    assert loaded_obs.spec.draft_tokens == 0 and loaded_obs.spec.by_k == ()

@@ -14,6 +14,7 @@ from specgate.backends.launcher import EngineSpec
 from specgate.backends.vllm_metrics import parse_vllm_metrics
 from specgate.controllers.observations import Observation
 
+from tests.backends.engine_load import busy
 from tests.conftest import MODEL, GatewayServer, engine_pool
 from tests.prom import scrape
 
@@ -278,13 +279,11 @@ def test_json_true_reaches_the_plugin_as_one(engine: EngineSpec) -> None:
 
 
 def test_step_counters_give_the_batch_drafts_and_step_time_the_engine_ran(engine: EngineSpec) -> None:
-    """vLLM's own counters over an interval (controllers/step_evidence.py): six concurrent requests capped at k=2 ->
-    a mean batch above one and at most six (400 tokens each: at 64 they were seen to run one after another on a
-    busy machine, the API server handing them to the engine more slowly than it finished them), at most two drafts
-    per request-step, a step time in the range the end-to-end time allows."""
+    """vLLM's own counters over an interval (controllers/step_evidence.py): six requests capped at k=2 kept in flight
+    (tests/backends/engine_load.py), the interval starting once the engine runs at least three at once -> a mean
+    batch above one and at most six, at most two drafts per request-step, a step time below the interval."""
     from specgate.backends.vllm_metrics import step_delta
 
-    before = parse_vllm_metrics(httpx.get(f"{engine.url}/metrics", timeout=10).text)
     body = {
         "model": MODEL,
         "prompt": COPY_PROMPT,
@@ -294,16 +293,16 @@ def test_step_counters_give_the_batch_drafts_and_step_time_the_engine_ran(engine
         "vllm_xargs": {"num_speculative_tokens": 2},
     }
 
-    async def load() -> float:
-        async with httpx.AsyncClient(base_url=engine.url, timeout=120) as client:
+    async def interval() -> tuple[str, str, float]:
+        async with httpx.AsyncClient(base_url=engine.url, timeout=120) as client, busy(client, body, 6, 3):
+            before = (await client.get("/metrics", timeout=10)).text
             started = time.monotonic()
-            answers = await asyncio.gather(*(client.post("/v1/completions", json=body) for _ in range(6)))
-            assert all(a.status_code == 200 for a in answers)
-            return time.monotonic() - started
+            await asyncio.sleep(1.5)
+            after = (await client.get("/metrics", timeout=10)).text
+            return before, after, time.monotonic() - started
 
-    elapsed = asyncio.run(load())
-    after = parse_vllm_metrics(httpx.get(f"{engine.url}/metrics", timeout=10).text)
-    delta = step_delta(before, after)
+    before, after, elapsed = asyncio.run(interval())
+    delta = step_delta(parse_vllm_metrics(before), parse_vllm_metrics(after))
     assert delta is not None and delta.iterations > 0
     batch = delta.request_steps / delta.iterations
     assert 1.0 < batch <= 6.0

@@ -1,0 +1,47 @@
+"""Load kept in flight on a real engine, for tests that need a batch larger than one while they measure."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+
+def gauge(text: str, name: str) -> float:
+    """Sum of a labelled gauge over its series in a Prometheus text scrape."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(f"{name}{{"))
+
+
+@contextlib.asynccontextmanager
+async def busy(client: httpx.AsyncClient, body: Mapping[str, Any], workers: int, running: int) -> AsyncIterator[None]:
+    """`workers` copies of `body` kept in flight (each replaced as soon as it ends) until the block exits; entered
+    once the engine reports at least `running` of them at once. Kept in flight rather than sent once: the tiny model
+    writes 400 tokens in well under a second, and under CPU contention the API server can hand requests to the engine
+    more slowly than it finishes them, so a one-shot load may run one request after another (seen in CI: a mean batch
+    of 0.996 for six "concurrent" requests) or end before the request under test runs."""
+    stop = asyncio.Event()
+
+    async def keep_one() -> None:
+        while not stop.is_set():
+            r = await client.post("/v1/completions", json=dict(body))
+            assert r.status_code == 200, r.text
+
+    tasks = [asyncio.create_task(keep_one()) for _ in range(workers)]
+    try:
+        deadline, seen = time.monotonic() + 120, 0.0
+        while seen < running:
+            failed = [t.exception() for t in tasks if t.done()]
+            assert not failed, f"a load request failed: {failed}"
+            assert time.monotonic() < deadline, f"the engine never ran {running} requests at once (last {seen})"
+            seen = gauge((await client.get("/metrics", timeout=10)).text, "vllm:num_requests_running")
+            await asyncio.sleep(0.05)
+        yield
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
