@@ -1,4 +1,6 @@
-"""Background loops that keep endpoint state fresh: active health checks and /metrics scraping.
+"""Background loops that keep endpoint state fresh: active health checks, /metrics scraping and capability
+discovery (backends/capabilities.py: at startup, when an endpoint comes back, when its counters reset, and every
+`discovery.recheck_s`).
 
 Both use their own small httpx client so a saturated relay pool can never starve them, and both
 swallow and record every error: a monitor loop that dies would silently freeze routing decisions.
@@ -7,15 +9,18 @@ swallow and record every error: a monitor loop that dies would silently freeze r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 import httpx
+from specgate.backends.capabilities import discover, expected
 from specgate.backends.pool import Endpoint, PoolSet
 from specgate.backends.vllm_metrics import EngineSnapshot, parse_vllm_metrics
+from specgate.controllers.capabilities import EngineFacts, mismatches
 
-from specgate.config import HealthConfig, ScrapeConfig
+from specgate.config import DiscoveryConfig, HealthConfig, ScrapeConfig
 
 __all__ = ["EndpointMonitor"]
 
@@ -31,29 +36,84 @@ class EndpointMonitor:
         *,
         on_snapshot: Callable[[Endpoint, EngineSnapshot | None, EngineSnapshot], None] | None = None,
         on_health: Callable[[Endpoint], None] | None = None,
+        discovery: DiscoveryConfig | None = None,
+        on_facts: Callable[[Endpoint, EngineFacts | None], None] | None = None,
+        tested_versions: tuple[str, ...] = (),
     ) -> None:
         self._pools = pools
         self._health = health
         self._scrape = scrape
         self._on_snapshot = on_snapshot
         self._on_health = on_health
+        self._discovery = discovery if discovery is not None else DiscoveryConfig(enabled=False)
+        self._on_facts = on_facts
+        self._expected = {p.name: expected(p.config, tested_versions) for p in pools.pools}
+        self._models = {p.name: p.config.model for p in pools.pools}
         self._client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
         self._tasks: list[asyncio.Task[None]] = []
+        self._discovering: dict[Endpoint, asyncio.Task[None]] = {}
 
     async def start(self) -> None:
-        # One health round before serving, so /readyz and picking start from facts, not guesses.
+        # One health round (and a discovery of what answered) before serving, so /readyz, picking and the k sent to
+        # each pool start from facts, not guesses.
         await self.check_all()
+        # Bounded: a busy engine must not hold the gateway's start. Endpoints left unknown are discovered in the
+        # background after the next health check.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._discovery.timeout_s):
+                await self.discover_all()
         self._tasks = [
             asyncio.create_task(self._loop(self.check_all, self._health.interval_s), name="health-checks"),
             asyncio.create_task(self._loop(self.scrape_all, self._scrape.interval_s), name="metrics-scrape"),
         ]
+        if self._discovery.enabled:
+            self._tasks.append(
+                asyncio.create_task(self._loop(self.discover_all, self._discovery.recheck_s), name="discovery")
+            )
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._discovering.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
+        self._discovering.clear()
         await self._client.aclose()
+
+    async def discover_all(self) -> None:
+        await asyncio.gather(*(self.discover(ep) for ep in self._pools.endpoints() if ep.healthy is not False))
+
+    async def discover(self, ep: Endpoint) -> None:
+        """Learn the endpoint's capabilities and compare them with its pool's config. Never raises."""
+        if not self._discovery.enabled:
+            return
+        facts = await discover(
+            self._client,
+            ep.url,
+            self._models[ep.pool],
+            probe=self._discovery.probe,
+            timeout_s=self._discovery.timeout_s,
+        )
+        before = ep.facts
+        ep.facts = facts
+        found = tuple(mismatches(self._expected[ep.pool], facts))
+        if found and found != ep.mismatches:
+            log.warning(
+                "endpoint contradicts its pool's config",
+                extra={"pool": ep.pool, "endpoint": ep.url, "mismatches": list(found)},
+            )
+        ep.mismatches = found
+        if self._on_facts:
+            self._on_facts(ep, before)
+
+    def _rediscover(self, ep: Endpoint, why: str) -> None:
+        """Discovery in the background (a health check or scrape must not wait for probe requests)."""
+        if not self._discovery.enabled or ep in self._discovering:
+            return
+        log.info("rediscovering endpoint capabilities", extra={"pool": ep.pool, "endpoint": ep.url, "reason": why})
+        task = asyncio.create_task(self.discover(ep), name=f"discover {ep.url}")
+        self._discovering[ep] = task
+        task.add_done_callback(lambda _t: self._discovering.pop(ep, None))
 
     async def _loop(self, fn: Callable[[], Awaitable[None]], interval: float) -> None:
         while True:
@@ -89,6 +149,10 @@ class EndpointMonitor:
                 "endpoint health changed",
                 extra={"pool": ep.pool, "endpoint": ep.url, "healthy": ep.healthy, "reason": error},
             )
+            if ep.healthy and before is False:
+                self._rediscover(ep, "endpoint came back (a restart may have changed its flags)")
+        if ep.healthy and ep.facts is None and self._tasks:
+            self._rediscover(ep, "not discovered yet")
         if self._on_health:
             self._on_health(ep)
 
@@ -105,5 +169,7 @@ class EndpointMonitor:
         previous = ep.snapshot
         ep.snapshot = snap
         ep.snapshot_at = time.monotonic()
+        if previous is not None and snap.restarted_since(previous):
+            self._rediscover(ep, "engine counters reset (restart)")
         if self._on_snapshot:
             self._on_snapshot(ep, previous, snap)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from specgate.backends.vllm_metrics import EngineSnapshot
 from specgate.controllers.breaker import BreakerSettings, CircuitBreaker
+from specgate.controllers.capabilities import EngineFacts
 from specgate.controllers.picker import EndpointLoad, pick_endpoint
 
 from specgate.config import GatewayConfig, PoolConfig
@@ -32,6 +33,10 @@ class Endpoint:
     snapshot: EngineSnapshot | None = None
     snapshot_at: float = 0.0
     breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
+    # What discovery verified (backends/capabilities.py); None until it has run. `mismatches`: where the endpoint
+    # contradicts its pool's config.
+    facts: EngineFacts | None = None
+    mismatches: tuple[str, ...] = ()
 
     def load(self, now: float, stale_after_s: float) -> EndpointLoad:
         snap = self.snapshot
@@ -58,6 +63,17 @@ class Endpoint:
             self.last_error = error
             if self.healthy is None or self.consecutive_failures >= unhealthy_after:
                 self.healthy = False
+
+    def describe(self) -> dict[str, object]:
+        """What /readyz and GET /admin/pools show of the endpoint."""
+        return {
+            "url": self.url,
+            "healthy": self.healthy,
+            "outstanding": self.outstanding,
+            "error": self.last_error,
+            "capabilities": self.facts.as_dict() if self.facts is not None else None,
+            "mismatches": list(self.mismatches),
+        }
 
     def eject(self, error: str) -> None:
         """A refused connection is definitive: stop sending here until a health check passes."""
@@ -87,6 +103,27 @@ class Pool:
 
     def has_healthy_endpoint(self) -> bool:
         return any(ep.healthy for ep in self.endpoints)
+
+    def describe(self) -> dict[str, object]:
+        spec = self.config.speculation
+        return {
+            "model": self.config.model,
+            "engine": self.config.engine,
+            "speculation": {"method": spec.method, "max_k": spec.max_k, "per_request_k": spec.per_request_k},
+            # What specgate acts on: False when an endpoint was found without the plugin.
+            "per_request_k": self.per_request_k,
+            "healthy_endpoints": sum(1 for ep in self.endpoints if ep.healthy),
+            "endpoints": [ep.describe() for ep in self.endpoints],
+        }
+
+    @property
+    def per_request_k(self) -> bool:
+        """Whether a per-request k sent to this pool is applied: the config says the plugin is loaded and no
+        endpoint was found without it. One endpoint without it makes the whole pool a stock engine (requests are
+        not pinned to endpoints, so a cap could land where it is ignored)."""
+        if not self.config.speculation.per_request_k:
+            return False
+        return not any(ep.facts is not None and ep.facts.plugin is False for ep in self.endpoints)
 
 
 class PoolSet:

@@ -12,9 +12,18 @@ from typing import Any
 
 from specgate.controllers.k_schedule import k_at, parse
 
-__all__ = ["K_KEY", "SCHEDULE_KEY", "read_cap", "read_limit"]
+__all__ = ["ALLOW_UNTESTED_ENV", "K_KEY", "SCHEDULE_KEY", "TESTED_VLLM", "read_cap", "read_limit", "untested_vllm"]
 
 K_KEY = "num_speculative_tokens"
+# vLLM releases the plugin was run against (docs/engines.md). Here, not in the plugin module, so that the gateway
+# (which never imports vLLM) can name an untested engine version too.
+TESTED_VLLM = ("0.32.0",)
+ALLOW_UNTESTED_ENV = "SPECGATE_ALLOW_UNTESTED_VLLM"
+
+
+def untested_vllm(version: str) -> bool:
+    """A version outside TESTED_VLLM (a build's local part, as in 0.32.0+cpu, is ignored)."""
+    return version.split("+", 1)[0] not in TESTED_VLLM
 
 
 def read_cap(extra_args: Mapping[str, Any] | None, max_k: int) -> tuple[int | None, bool]:

@@ -78,6 +78,19 @@ class EngineSnapshot:
     def max_k(self) -> int:
         return max(self.accepted_per_pos) + 1 if self.accepted_per_pos else 0
 
+    def restarted_since(self, prev: EngineSnapshot) -> bool:
+        """The engine restarted between the two scrapes: a counter went down, or speculation came or went."""
+        if self.speculation_configured != prev.speculation_configured or self.max_k != prev.max_k:
+            return True
+        pairs = (
+            (prev.drafts, self.drafts),
+            (prev.draft_tokens, self.draft_tokens),
+            (prev.iterations, self.iterations),
+            (prev.itl_count, self.itl_count),
+            (prev.preemptions, self.preemptions),
+        )
+        return any(b is not None and a is not None and a < b for b, a in pairs)
+
 
 def parse_vllm_metrics(text: str) -> EngineSnapshot:
     """Raises ValueError on text that is not Prometheus exposition format."""

@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from typing import Any
 
-from specgate.backends.spec_cap import SCHEDULE_KEY, read_limit
+import vllm
+from specgate.backends.spec_cap import ALLOW_UNTESTED_ENV, SCHEDULE_KEY, TESTED_VLLM, read_limit, untested_vllm
 from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 
 __all__ = ["SchedulerAPIChanged", "SpecCapAsyncScheduler", "SpecCapScheduler"]
 
 log = logging.getLogger("specgate.scheduler")
-TESTED_VLLM = ("0.32.0",)
 
 
 class SchedulerAPIChanged(RuntimeError):
@@ -44,6 +45,20 @@ _HOOKS = {
     "update_draft_token_ids": ["self", "draft_token_ids"],
     "_update_after_schedule": ["self", "scheduler_output"],
 }
+
+
+def _check_version(version: str, allow: bool) -> None:
+    """Refuse a vLLM release the plugin was not run against: it reaches into the scheduler's internals, whose
+    meaning can change without a signature changing. `SPECGATE_ALLOW_UNTESTED_VLLM=1` starts anyway, warned."""
+    if not untested_vllm(version):
+        return
+    message = (
+        f"specgate's scheduler plugin was tested with vLLM {', '.join(TESTED_VLLM)}, not {version} "
+        "(docs/engines.md lists the tested versions)"
+    )
+    if not allow:
+        raise SchedulerAPIChanged(f"{message}; set {ALLOW_UNTESTED_ENV}=1 to start anyway")
+    log.warning("%s; starting anyway (%s=1)", message, ALLOW_UNTESTED_ENV)
 
 
 def _check_api() -> None:
@@ -59,6 +74,7 @@ def _check_api() -> None:
             )
 
 
+_check_version(vllm.__version__, os.environ.get(ALLOW_UNTESTED_ENV) == "1")
 _check_api()
 
 

@@ -7,6 +7,7 @@
     POST   /admin/controller/pause | resume
     POST   /admin/controller/kill-switch      {"enabled": true|false} (default true): k = 0 everywhere
     GET    /admin/decisions?limit=N           the decision log, newest last
+    GET    /admin/pools                       per pool: config, what each endpoint was verified to do, mismatches
 
 With `admin_key` set in the config every call needs `Authorization: Bearer <admin_key>` (else 403).
 Each change takes effect at once (a tick runs immediately) and is logged. Handlers raise GatewayError; the
@@ -182,6 +183,11 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: str | N
     @router.post("/controller/kill-switch")
     async def kill(request: Request) -> Response:
         return await set_flag(request, "kill_switch", None)
+
+    @router.get("/pools")
+    async def pools(request: Request) -> Response:
+        check(request)
+        return _ok({"pools": {pool.name: pool.describe() for pool in loop.pools.pools}})
 
     @router.get("/pools/{name}/schedules")
     async def schedules(name: str, request: Request) -> Response:

@@ -7,6 +7,7 @@ several gateways in one process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import time
@@ -22,8 +23,10 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from specgate.backends.monitor import EndpointMonitor
 from specgate.backends.pool import Endpoint, Pool, PoolSet
+from specgate.backends.spec_cap import TESTED_VLLM
 from specgate.backends.state_store import make_store
 from specgate.backends.vllm_metrics import EngineSnapshot, preemption_delta, spec_delta, step_delta
+from specgate.controllers.capabilities import CAPABILITIES, EngineFacts, lost
 from specgate.controllers.kv_pressure import KvReading
 from specgate.controllers.observations import Observation, ObservationSink
 from specgate.gateway.admin import admin_router
@@ -125,6 +128,9 @@ class Gateway:
             config.scrape,
             on_health=self._export_health,
             on_snapshot=self._on_snapshot,
+            discovery=config.discovery,
+            on_facts=self._on_facts,
+            tested_versions=TESTED_VLLM,
         )
         self.ready = False
         self.limits = GenerationLimits(
@@ -145,6 +151,25 @@ class Gateway:
 
     def _export_health(self, ep: Endpoint) -> None:
         self.metrics.endpoint_healthy.labels(ep.pool, ep.url).set(1 if ep.healthy else 0)
+
+    def _on_facts(self, ep: Endpoint, before: EngineFacts | None) -> None:
+        facts = ep.facts
+        if facts is None:
+            return
+        m = self.metrics
+        for name in CAPABILITIES:
+            value = getattr(facts, name)
+            if value is None:
+                with contextlib.suppress(KeyError):
+                    m.endpoint_capability.remove(ep.pool, ep.url, name)
+            else:
+                m.endpoint_capability.labels(ep.pool, ep.url, name).set(1 if value else 0)
+        m.endpoint_mismatches.labels(ep.pool, ep.url).set(len(ep.mismatches))
+        for name in lost(before, facts):
+            m.capability_lost.labels(ep.pool, ep.url, name).inc()
+            log.warning(
+                "endpoint lost a verified capability", extra={"pool": ep.pool, "endpoint": ep.url, "capability": name}
+            )
 
     def _on_snapshot(self, ep: Endpoint, previous: EngineSnapshot | None, snap: EngineSnapshot) -> None:
         steps = step_delta(previous, snap)
@@ -294,18 +319,11 @@ class Gateway:
         down = [p.name for p in self.pools.pools if not p.has_healthy_endpoint()]
         body: dict[str, Any] = {"status": "ready" if self.ready and not down else "not_ready", "pools": {}}
         for pool in self.pools.pools:
-            body["pools"][pool.name] = {
-                "healthy_endpoints": sum(1 for ep in pool.endpoints if ep.healthy),
-                "endpoints": [
-                    {
-                        "url": ep.url,
-                        "healthy": ep.healthy,
-                        "outstanding": ep.outstanding,
-                        "error": ep.last_error,
-                    }
-                    for ep in pool.endpoints
-                ],
-            }
+            body["pools"][pool.name] = pool.describe()
+        mismatched = {ep.url: list(ep.mismatches) for ep in self.pools.endpoints() if ep.mismatches}
+        if mismatched:
+            # Serving goes on (specgate acts on what it verified), but an operator should look.
+            body["mismatches"] = mismatched
         if down:
             body["down_pools"] = down
         status = 200 if self.ready and not down else 503

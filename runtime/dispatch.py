@@ -148,7 +148,7 @@ class Dispatcher:
         options = [
             PoolOption(
                 p.config.speculation.max_k,
-                p.config.speculation.per_request_k,
+                p.per_request_k,
                 any(ep.healthy is not False for ep in p.endpoints),
             )
             for p in pools

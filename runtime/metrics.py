@@ -154,6 +154,25 @@ class GatewayMetrics:
             ["pool", "endpoint"],
             registry=r,
         )
+        self.endpoint_capability = Gauge(
+            "specgate_endpoint_capability",
+            "What discovery verified per endpoint (docs/engines.md): 1 present, 0 absent; no series while unknown. "
+            "capability: speculation, per_request_metrics, plugin.",
+            ["pool", "endpoint", "capability"],
+            registry=r,
+        )
+        self.endpoint_mismatches = Gauge(
+            "specgate_endpoint_config_mismatches",
+            "Ways the endpoint contradicts its pool's config (details: /readyz, GET /admin/pools, the log).",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.capability_lost = Counter(
+            "specgate_endpoint_capability_lost",
+            "A capability verified present was found absent later (an engine restarted with other flags).",
+            ["pool", "endpoint", "capability"],
+            registry=r,
+        )
         self.circuit_state = Gauge(
             "specgate_endpoint_circuit_state",
             "Circuit breaker per endpoint: 0 closed, 1 half-open, 2 open.",

@@ -96,6 +96,18 @@ class ScrapeConfig(_Strict):
     stale_after_intervals: Annotated[int, Field(ge=1)] = 3
 
 
+class DiscoveryConfig(_Strict):
+    """Learning what each endpoint really does (docs/engines.md): at startup, when an endpoint comes back, when its
+    counters reset (a restart) and every `recheck_s`."""
+
+    enabled: bool = True
+    # Two 16-token probe requests per discovery verify that a cap is applied (the scheduler plugin is loaded) and
+    # that per-request speculation metrics come back. Off: those stay unknown and the config is trusted.
+    probe: bool = True
+    recheck_s: Annotated[float, Field(gt=0)] = 600.0
+    timeout_s: Annotated[float, Field(gt=0)] = 30.0
+
+
 class SpeculationConfig(_Strict):
     """What the engines of a pool were started with; specgate cannot change it, only use it."""
 
@@ -444,6 +456,7 @@ class GatewayConfig(_Strict):
     breaker: BreakerConfig = BreakerConfig()
     health: HealthConfig = HealthConfig()
     scrape: ScrapeConfig = ScrapeConfig()
+    discovery: DiscoveryConfig = DiscoveryConfig()
     logging: LoggingConfig = LoggingConfig()
     routing: RoutingConfig = RoutingConfig()
     classifier: ClassifierConfig = ClassifierConfig()

@@ -140,7 +140,14 @@ def start_gateway() -> Iterator[Callable[..., GatewayServer]]:
     ) -> GatewayServer:
         # The controller drains the observation sink each tick; tests that read the sink themselves get a
         # tick too long to race them, and controller tests pass their own `controller` block.
-        data: dict[str, Any] = {"server": {"port": free_port()}, "pools": pools, "controller": {"tick_s": 3600}}
+        # Discovery without its probe requests: a probe's tokens would land in the counters tests measure (an
+        # engine's generated tokens after a client left). tests/backends/test_capabilities_vllm.py turns them on.
+        data: dict[str, Any] = {
+            "server": {"port": free_port()},
+            "pools": pools,
+            "controller": {"tick_s": 3600},
+            "discovery": {"probe": False},
+        }
         for key, value in overrides.items():
             data[key] = value if key != "server" else {**data["server"], **value}
         server = GatewayServer(validate_config(data), span_exporter).start()

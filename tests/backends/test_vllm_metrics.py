@@ -105,3 +105,19 @@ def test_kv_cache_size_and_preemptions() -> None:
     assert preemption_delta(later, snap) == 7.0  # restarted: the new count
     bare = parse_vllm_metrics('vllm:cache_config_info{block_size="x",num_gpu_blocks="24"} 1\n')
     assert bare.kv_capacity_tokens is None and bare.preemptions is None
+
+
+def test_restart_is_seen_from_counters_that_went_down_or_speculation_that_changed() -> None:
+    from specgate.backends.vllm_metrics import EngineSnapshot
+
+    a = EngineSnapshot(drafts=10, draft_tokens=40, iterations=40, itl_count=120, accepted_per_pos={0: 8, 1: 6})
+    grown = EngineSnapshot(drafts=12, draft_tokens=48, iterations=45, itl_count=130, accepted_per_pos={0: 9, 1: 7})
+    assert not grown.restarted_since(a)
+    assert EngineSnapshot(
+        drafts=1, draft_tokens=4, iterations=2, itl_count=3, accepted_per_pos={0: 1, 1: 0}
+    ).restarted_since(a)
+    assert EngineSnapshot(iterations=50, itl_count=200).restarted_since(a)  # came back without speculation
+    wider = EngineSnapshot(
+        drafts=12, draft_tokens=48, iterations=45, itl_count=130, accepted_per_pos={0: 9, 1: 7, 2: 0}
+    )
+    assert wider.restarted_since(a)  # another max k

@@ -117,3 +117,23 @@ def test_a_constant_schedule_is_sent_as_a_fixed_cap() -> None:
     req = request()
     plan = d.plan(req, {})
     assert plan.schedule is None and plan.k == 1 and req.body["vllm_xargs"] == {"num_speculative_tokens": 1}
+
+
+def test_an_endpoint_found_without_the_plugin_makes_its_pool_a_stock_engine() -> None:
+    """Discovery (backends/capabilities.py) found a cap of 0 ignored on one endpoint: nothing sent to that pool is a
+    cap or a schedule any more, and the plan reports the k the engine will really use (its own max)."""
+    from specgate.controllers.capabilities import EngineFacts
+
+    d = dispatcher(pool("p", 4, plugin=True, endpoints=2))
+    (p,) = d._pools.pools
+    p.endpoints[0].facts = EngineFacts("vllm", plugin=True)
+    assert p.per_request_k and d.plan(request(), {}).schedule is not None
+    p.endpoints[1].facts = EngineFacts("vllm", plugin=None)  # unknown: the config is trusted
+    assert p.per_request_k
+    p.endpoints[1].facts = EngineFacts("vllm", plugin=False)
+    req = request({"foo": 1, "num_speculative_tokens": 1})
+    plan = d.plan(req, {})
+    assert not p.per_request_k
+    assert (plan.k, plan.cap, plan.schedule) == (4, None, None)
+    assert req.body["vllm_xargs"] == {"foo": 1}  # a cap the engine would ignore is not sent
+    assert p.describe()["per_request_k"] is False
