@@ -16,6 +16,18 @@ def test_api_guard_accepts_the_tested_vllm() -> None:
     vllm_scheduler._check_api()
 
 
+def test_version_guard_refuses_an_untested_vllm_unless_allowed(caplog: pytest.LogCaptureFixture) -> None:
+    import vllm
+
+    vllm_scheduler._check_version(vllm.__version__, allow=False)  # the installed one is the tested one
+    vllm_scheduler._check_version("0.32.0+cpu", allow=False)  # a build suffix is not another release
+    with pytest.raises(SchedulerAPIChanged, match=r"not 0\.33\.0.*SPECGATE_ALLOW_UNTESTED_VLLM=1"):
+        vllm_scheduler._check_version("0.33.0", allow=False)
+    with caplog.at_level("WARNING", logger="specgate.scheduler"):
+        vllm_scheduler._check_version("0.33.0", allow=True)
+    assert "starting anyway" in caplog.text
+
+
 def test_api_guard_refuses_a_scheduler_without_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vllm_scheduler, "Scheduler", type("Scheduler", (), {}))
     with pytest.raises(SchedulerAPIChanged, match="is gone"):
