@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from specgate.backends.vllm_metrics import EngineSnapshot
+from specgate.controllers.attribution import InFlightShares
 from specgate.controllers.breaker import BreakerSettings, CircuitBreaker
 from specgate.controllers.capabilities import EngineFacts
 from specgate.controllers.picker import EndpointLoad, pick_endpoint
@@ -37,6 +38,8 @@ class Endpoint:
     # contradicts its pool's config.
     facts: EngineFacts | None = None
     mismatches: tuple[str, ...] = ()
+    # This gateway's requests in flight here, by route, between two scrapes (counter-based acceptance).
+    inflight: InFlightShares = field(default_factory=InFlightShares)
 
     def load(self, now: float, stale_after_s: float) -> EndpointLoad:
         snap = self.snapshot
@@ -113,8 +116,17 @@ class Pool:
             # What specgate acts on: False when an endpoint was found without the plugin.
             "per_request_k": self.per_request_k,
             "healthy_endpoints": sum(1 for ep in self.endpoints if ep.healthy),
-            "endpoints": [ep.describe() for ep in self.endpoints],
+            "endpoints": [{**ep.describe(), "acceptance_from": self.acceptance_from(ep)} for ep in self.endpoints],
         }
+
+    def acceptance_from(self, ep: Endpoint) -> str:
+        """Where a route's acceptance at this endpoint is learnt: "per_request" (each answer's speculation metrics) or
+        "counters" (the engine's counters shared between routes, controllers/attribution.py). `auto` takes the
+        counters only where discovery found the answers without metrics."""
+        source = self.config.speculation.acceptance_from
+        if source != "auto":
+            return source
+        return "counters" if ep.facts is not None and ep.facts.per_request_metrics is False else "per_request"
 
     @property
     def per_request_k(self) -> bool:
@@ -135,6 +147,7 @@ class PoolSet:
             Pool(p, [Endpoint(url, p.name, breaker=CircuitBreaker(settings)) for url in p.endpoints], stale)
             for p in config.pools
         ]
+        self._by_name = {pool.name: pool for pool in self.pools}
         self._by_model: dict[str, list[Pool]] = {}
         for pool in self.pools:
             self._by_model.setdefault(pool.config.model, []).append(pool)
@@ -144,6 +157,9 @@ class PoolSet:
 
     def pools_for(self, model: str) -> list[Pool] | None:
         return self._by_model.get(model)
+
+    def pool(self, name: str) -> Pool | None:
+        return self._by_name.get(name)
 
     def endpoints(self) -> list[Endpoint]:
         return [ep for pool in self.pools for ep in pool.endpoints]

@@ -340,6 +340,17 @@ class SpeculationController:
         passed = [accepted_per_pos.get(i, 0.0) for i in range(est.max_k)]
         est.observe_positions([drafts, *passed[:-1]], passed, now)
 
+    def observe_route_positions(
+        self, route: str, pool: str, drafts: float, accepted_per_pos: Mapping[int, float], now: float
+    ) -> None:
+        """A route's share of an endpoint's speculation counters over a scrape interval (controllers/attribution.py):
+        its acceptance evidence where answers carry no per-request metrics. Same reading as the pool's."""
+        if route not in self._routes or pool not in self._pools or drafts <= 0:
+            return
+        est = self.estimator(route, pool)
+        passed = [accepted_per_pos.get(i, 0.0) for i in range(est.max_k)]
+        est.observe_positions([drafts, *passed[:-1]], passed, now)
+
     def _pool_kmax(self, pool: str, batch: float) -> float:
         ks = [k_at(rt.schedule, max(1, round(batch))) for rt in self._routes.values() if rt.spec.pool == pool]
         return float(max(ks, default=0))

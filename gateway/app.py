@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -25,7 +26,8 @@ from specgate.backends.monitor import EndpointMonitor
 from specgate.backends.pool import Endpoint, Pool, PoolSet
 from specgate.backends.spec_cap import TESTED_VLLM
 from specgate.backends.state_store import make_store
-from specgate.backends.vllm_metrics import EngineSnapshot, preemption_delta, spec_delta, step_delta
+from specgate.backends.vllm_metrics import EngineSnapshot, SpecDelta, preemption_delta, spec_delta, step_delta
+from specgate.controllers.attribution import attribute
 from specgate.controllers.capabilities import CAPABILITIES, EngineFacts, lost
 from specgate.controllers.kv_pressure import KvReading
 from specgate.controllers.observations import Observation, ObservationSink
@@ -181,16 +183,34 @@ class Gateway:
             # The first scrape of an engine: its counters since it started are the pool's acceptance history, which
             # routes borrow from (a restarted gateway does not start every route from nothing).
             self.control.engine_acceptance(ep.pool, snap.drafts, snap.accepted_per_pos)
+        # Every scrape closes the interval of in-flight shares, used or not.
+        weights = ep.inflight.take(time.monotonic())
         delta = spec_delta(previous, snap)
         if delta is None:
             return
         self.control.engine_acceptance(ep.pool, delta.drafts, delta.accepted_per_pos)
+        pool = self.pools.pool(ep.pool)
+        if pool is not None and pool.acceptance_from(ep) == "counters":
+            self._attribute(ep.pool, delta, weights)
         m = self.metrics
         m.engine_draft_tokens.labels(ep.pool, ep.url).inc(delta.draft_tokens)
         m.engine_accepted_tokens.labels(ep.pool, ep.url).inc(delta.accepted_tokens)
         m.engine_drafts.labels(ep.pool, ep.url).inc(delta.drafts)
         if delta.reset:
             m.engine_counter_resets.labels(ep.pool, ep.url).inc()
+
+    def _counted(self, obs: Observation) -> bool:
+        pool = self.pools.pool(obs.pool)
+        return pool is not None and pool.config.speculation.acceptance_from == "counters"
+
+    def _attribute(self, pool: str, delta: SpecDelta, weights: dict[str, float]) -> None:
+        """Routes' shares of the endpoint's counters over the interval: their acceptance evidence."""
+        m = self.metrics
+        shares = attribute(delta.drafts, delta.draft_tokens, delta.accepted_tokens, delta.accepted_per_pos, weights)
+        for route, share in shares.items():
+            self.control.route_acceptance(route, pool, share.drafts, share.accepted_per_pos)
+            m.child(m.attributed_draft_tokens, route, pool).inc(share.draft_tokens)
+            m.child(m.attributed_accepted_tokens, route, pool).inc(share.accepted_tokens)
 
     async def _flush(self) -> None:
         """Last controller step on shutdown: this replica's remaining observations reach the shared store (or the
@@ -250,6 +270,9 @@ class Gateway:
             m.child(m.spec_verify_steps, obs.route, obs.pool).inc(obs.spec.verify_steps)
             for k, hist in obs.spec.by_k:
                 m.child(m.spec_steps_by_k, obs.route, str(k)).inc(sum(hist))
+        if obs.spec is not None and self._counted(obs):
+            # The pool learns acceptance from the engines' counters: the answer's own figures would count twice.
+            obs = replace(obs, spec=None)
         dropped = self.sink.dropped
         self.sink.put(obs)
         if self.sink.dropped > dropped:

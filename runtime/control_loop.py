@@ -148,6 +148,10 @@ class ControlLoop:
         from (controller.prior_weight)."""
         self.controller.observe_engine_acceptance(pool, drafts, accepted_per_pos, time.monotonic())
 
+    def route_acceptance(self, route: str, pool: str, drafts: float, accepted_per_pos: Mapping[int, float]) -> None:
+        """A route's share of an endpoint's speculation counters (controllers/attribution.py)."""
+        self.controller.observe_route_positions(route, pool, drafts, accepted_per_pos, time.monotonic())
+
     def engine_kv(self, pool: str, reading: KvReading) -> None:
         """An endpoint's KV state at a scrape (its preemptions since the last one): the pool's KV pressure, merged
         over its endpoints until the next tick (KvReading.merged). Dropped when the KV cap is off: nothing reads it."""

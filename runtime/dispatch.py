@@ -127,7 +127,7 @@ class Dispatcher:
         schedule and apply it at every engine step from their live batch; for the others (and to choose among pool
         tiers) the schedule is read at the batch the request joins now. A client's own k (when allowed) and an
         exploration request take one fixed k for the request's life."""
-        route = self.choose_route(req, headers, tenant)
+        route = req.route = self.choose_route(req, headers, tenant)
         pools = self.candidate_pools(req.model, route)
         asked_k = client_k(req.body)
         explored = False

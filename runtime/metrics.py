@@ -207,6 +207,18 @@ class GatewayMetrics:
             ["route", "pool"],
             registry=r,
         )
+        self.attributed_draft_tokens = Counter(
+            "specgate_route_attributed_draft_tokens",
+            "Draft tokens credited to a route from the engines' counters (pools learning acceptance from counters).",
+            ["route", "pool"],
+            registry=r,
+        )
+        self.attributed_accepted_tokens = Counter(
+            "specgate_route_attributed_accepted_tokens",
+            "Accepted draft tokens credited to a route from the engines' counters.",
+            ["route", "pool"],
+            registry=r,
+        )
         self.spec_accepted_tokens = Counter(
             "specgate_spec_accepted_tokens",
             "Draft tokens accepted, from per-request engine metrics.",

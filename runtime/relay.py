@@ -208,6 +208,7 @@ class Relay:
         started = time.monotonic()
         batch = _batch_now(endpoint)
         endpoint.outstanding += 1
+        endpoint.inflight.begin(req.route, started)
         released = False
 
         def release(outcome: str = "") -> None:
@@ -215,6 +216,7 @@ class Relay:
             if not released:
                 released = True
                 endpoint.outstanding -= 1
+                endpoint.inflight.end(req.route, time.monotonic())
                 # A stream's verdict comes when it ends: cut or stalled streams count against the endpoint.
                 if outcome == "ok":
                     endpoint.breaker.on_success()

@@ -31,6 +31,8 @@ class ParsedRequest:
     include_usage: bool
     # Set when the gateway changed `body`; otherwise the client's bytes are forwarded untouched.
     modified: bool = False
+    # The route the dispatcher chose (per-route shares of an engine's counters: controllers/attribution.py).
+    route: str = ""
 
 
 def _is_int(value: Any) -> bool:

@@ -115,6 +115,9 @@ class SpeculationConfig(_Strict):
     max_k: Annotated[int, Field(ge=0, le=16)] = 0
     # True when the engines load specgate's scheduler plugin, so each request may carry its own k.
     per_request_k: bool = False
+    # Where routes' acceptance is learnt: each answer's per-request metrics, or the engines' counters shared between
+    # the routes in flight (docs/engines.md). auto: counters where discovery found answers without metrics.
+    acceptance_from: Literal["auto", "per_request", "counters"] = "auto"
 
     @model_validator(mode="after")
     def _consistent(self) -> SpeculationConfig:
@@ -124,6 +127,8 @@ class SpeculationConfig(_Strict):
             raise ValueError(f"max_k must be >= 1 when method is '{self.method}'")
         if self.per_request_k and self.method == "none":
             raise ValueError("per_request_k needs speculation (method != 'none')")
+        if self.acceptance_from == "counters" and self.method == "none":
+            raise ValueError("acceptance_from 'counters' needs speculation (method != 'none')")
         return self
 
 
