@@ -97,6 +97,8 @@ class PoolSpec:
     name: str
     max_k: int
     prior: str = "gpu"
+    # The engines' speculation method (cost_model.DRAFTERS): what drafting costs. None: the prior's own t3.
+    method: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +247,7 @@ class SpeculationController:
             self._routes[r.name] = _RouteRuntime(r, k, why, schedule=((1, k),))
         self._static = {name: rt.k for name, rt in self._routes.items()}
         self._estimators = {}
-        self._cost = {p.name: StepCostModel(p.prior) for p in self.pools}
+        self._cost = {p.name: StepCostModel(p.prior, method=p.method) for p in self.pools}
         self._last_batch: dict[str, float] = {}
         self._engine_steps_at: dict[str, float] = {}
         self._explore = {}
