@@ -17,6 +17,7 @@ request's. Every failure is recorded in `EngineFacts.error`, never raised: an en
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -50,9 +51,11 @@ class _Errors:
             self.first = f"{what}: {type(exc).__name__}" if exc is not None else what
 
 
-async def _json(client: httpx.AsyncClient, url: str, timeout_s: float, errors: _Errors) -> Any:
+async def _json(
+    client: httpx.AsyncClient, url: str, headers: Mapping[str, str], timeout_s: float, errors: _Errors
+) -> Any:
     try:
-        resp = await client.get(url, timeout=timeout_s)
+        resp = await client.get(url, headers=headers, timeout=timeout_s)
     except httpx.HTTPError as exc:
         errors.note(f"GET {url} failed", exc)
         return None
@@ -66,9 +69,11 @@ async def _json(client: httpx.AsyncClient, url: str, timeout_s: float, errors: _
         return None
 
 
-async def _snapshot(client: httpx.AsyncClient, base: str, timeout_s: float, errors: _Errors) -> EngineSnapshot | None:
+async def _snapshot(
+    client: httpx.AsyncClient, base: str, headers: Mapping[str, str], timeout_s: float, errors: _Errors
+) -> EngineSnapshot | None:
     try:
-        resp = await client.get(f"{base}/metrics", timeout=timeout_s)
+        resp = await client.get(f"{base}/metrics", headers=headers, timeout=timeout_s)
         resp.raise_for_status()
         return parse_vllm_metrics(resp.text)
     except (httpx.HTTPError, ValueError) as exc:
@@ -93,7 +98,13 @@ def _idle(snap: EngineSnapshot | None) -> bool:
 
 
 async def _probe(
-    client: httpx.AsyncClient, base: str, model: str, k: int, timeout_s: float, errors: _Errors
+    client: httpx.AsyncClient,
+    base: str,
+    model: str,
+    k: int,
+    headers: Mapping[str, str],
+    timeout_s: float,
+    errors: _Errors,
 ) -> tuple[bool | None, int | None]:
     """(per-request metrics came back, drafts of the probe) for one probe capped at `k`."""
     body = {
@@ -104,9 +115,9 @@ async def _probe(
         "ignore_eos": True,
         "vllm_xargs": {"num_speculative_tokens": k},
     }
-    before = await _snapshot(client, base, timeout_s, errors)
+    before = await _snapshot(client, base, headers, timeout_s, errors)
     try:
-        resp = await client.post(f"{base}/v1/completions", json=body, timeout=timeout_s)
+        resp = await client.post(f"{base}/v1/completions", json=body, headers=headers, timeout=timeout_s)
     except httpx.HTTPError as exc:
         errors.note(f"probe request (k={k}) failed", exc)
         return None, None
@@ -121,7 +132,7 @@ async def _probe(
     if stats is not None:
         return True, stats.draft_tokens
     # No per-request metrics: the engine's draft counter around the probe, if nothing else ran meanwhile.
-    after = await _snapshot(client, base, timeout_s, errors)
+    after = await _snapshot(client, base, headers, timeout_s, errors)
     if not (_idle(before) and _idle(after)) or before is None or after is None:
         return False, None
     if before.draft_tokens is None or after.draft_tokens is None or after.draft_tokens < before.draft_tokens:
@@ -130,21 +141,28 @@ async def _probe(
 
 
 async def discover(
-    client: httpx.AsyncClient, base: str, model: str, *, probe: bool = True, timeout_s: float = 30.0
+    client: httpx.AsyncClient,
+    base: str,
+    model: str,
+    *,
+    probe: bool = True,
+    timeout_s: float = 30.0,
+    headers: Mapping[str, str] | None = None,
 ) -> EngineFacts:
+    headers = headers or {}
     errors = _Errors()
-    version = _version(await _json(client, f"{base}/version", timeout_s, errors))
-    models = _models(await _json(client, f"{base}/v1/models", timeout_s, errors))
-    snap = await _snapshot(client, base, timeout_s, errors)
+    version = _version(await _json(client, f"{base}/version", headers, timeout_s, errors))
+    models = _models(await _json(client, f"{base}/v1/models", headers, timeout_s, errors))
+    snap = await _snapshot(client, base, headers, timeout_s, errors)
     speculation = snap.speculation_configured if snap is not None else None
     max_k = snap.max_k if snap is not None and snap.max_k else None
     per_request: bool | None = None
     plugin: bool | None = None
     if probe and speculation and model in models:
-        per_request, capped = await _probe(client, base, model, 0, timeout_s, errors)
+        per_request, capped = await _probe(client, base, model, 0, headers, timeout_s, errors)
         if capped is not None and capped > 0:
             plugin = False  # the cap of 0 was not applied; no need for the second probe
         elif per_request is not None:
-            _, full = await _probe(client, base, model, max_k or 16, timeout_s, errors)
+            _, full = await _probe(client, base, model, max_k or 16, headers, timeout_s, errors)
             plugin = plugin_verdict(capped, full)
     return EngineFacts("vllm", version, models, speculation, max_k, per_request, plugin, errors.first, time.time())

@@ -93,6 +93,7 @@ class EndpointMonitor:
             self._models[ep.pool],
             probe=self._discovery.probe,
             timeout_s=self._discovery.timeout_s,
+            headers=ep.headers,
         )
         before = ep.facts
         ep.facts = facts
@@ -132,7 +133,7 @@ class EndpointMonitor:
     async def check(self, ep: Endpoint) -> None:
         error: str | None = None
         try:
-            resp = await self._client.get(f"{ep.url}/health", timeout=self._health.timeout_s)
+            resp = await self._client.get(f"{ep.url}/health", headers=ep.headers, timeout=self._health.timeout_s)
             if resp.status_code != 200:
                 error = f"health check answered HTTP {resp.status_code}"
         except httpx.HTTPError as exc:
@@ -160,7 +161,7 @@ class EndpointMonitor:
         if ep.healthy is False:
             return
         try:
-            resp = await self._client.get(f"{ep.url}/metrics", timeout=self._scrape.timeout_s)
+            resp = await self._client.get(f"{ep.url}/metrics", headers=ep.headers, timeout=self._scrape.timeout_s)
             resp.raise_for_status()
             snap = parse_vllm_metrics(resp.text)
         except (httpx.HTTPError, ValueError) as exc:

@@ -8,6 +8,7 @@ A `PoolSet` maps served model names to pools. State changes happen on the event 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from specgate.backends.vllm_metrics import EngineSnapshot
@@ -40,6 +41,8 @@ class Endpoint:
     mismatches: tuple[str, ...] = ()
     # This gateway's requests in flight here, by route, between two scrapes (counter-based acceptance).
     inflight: InFlightShares = field(default_factory=InFlightShares)
+    # The pool's credentials (`pools[].auth`), sent with every request, health check and scrape. Never logged.
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def load(self, now: float, stale_after_s: float) -> EndpointLoad:
         snap = self.snapshot
@@ -144,7 +147,14 @@ class PoolSet:
         b = config.breaker
         settings = BreakerSettings(b.failure_threshold, b.open_s, b.max_open_s)
         self.pools = [
-            Pool(p, [Endpoint(url, p.name, breaker=CircuitBreaker(settings)) for url in p.endpoints], stale)
+            Pool(
+                p,
+                [
+                    Endpoint(url, p.name, breaker=CircuitBreaker(settings), headers=p.auth.header_values())
+                    for url in p.endpoints
+                ],
+                stale,
+            )
             for p in config.pools
         ]
         self._by_name = {pool.name: pool for pool in self.pools}

@@ -233,7 +233,7 @@ class Relay:
                     endpoint.url,
                     _PATHS[req.api],
                     body,
-                    headers,
+                    {**headers, **endpoint.headers} if endpoint.headers else headers,
                     connect_s=t.connect_s,
                     head_s=t.first_byte_s,
                 )

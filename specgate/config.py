@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -145,12 +146,72 @@ def _check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+# Set by the gateway per request or per connection: a pool's own headers must not replace them.
+_RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "content-type", "accept", "x-request-id"}
+)
+
+
+class UpstreamAuthConfig(_Strict):
+    """Credentials the pool's engines want (`vllm serve --api-key`): sent with every request, health check, scrape
+    and discovery probe to them. Never logged; `repr` shows `**********`."""
+
+    api_key: SecretStr | None = None
+    # The name of an environment variable holding the key (read when the config is loaded; missing: a config error).
+    api_key_env: str | None = None
+    # Other headers the engines (or a proxy in front of them) want, e.g. a tenant header.
+    headers: dict[str, SecretStr] = {}
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name, secret in value.items():
+            if not _HEADER_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid HTTP header name")
+            if name.lower() in _RESERVED_HEADERS or name.lower() == "authorization":
+                raise ValueError(f"header {name!r} is set by the gateway (use api_key for authorization)")
+            raw = secret.get_secret_value()
+            if not raw.isprintable() or not raw.isascii():
+                raise ValueError(f"header {name!r}: the value must be printable ASCII")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_from_environment(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("api_key_env") is None:
+            return data
+        if data.get("api_key") is not None:
+            raise ValueError("set api_key or api_key_env, not both")
+        name = data["api_key_env"]
+        raw = os.environ.get(name) if isinstance(name, str) else None
+        if not raw:
+            raise ValueError(f"api_key_env: the environment variable {name} is not set")
+        return {**data, "api_key": raw}
+
+    @model_validator(mode="after")
+    def _printable_key(self) -> UpstreamAuthConfig:
+        if self.api_key is not None:
+            raw = self.api_key.get_secret_value()
+            if not raw or not raw.isprintable() or not raw.isascii():
+                raise ValueError("api_key must be printable ASCII")
+        return self
+
+    def header_values(self) -> dict[str, str]:
+        """The headers to send, secrets revealed (only ever handed to the HTTP clients)."""
+        out = {name.lower(): value.get_secret_value() for name, value in self.headers.items()}
+        if self.api_key is not None:
+            out["authorization"] = f"Bearer {self.api_key.get_secret_value()}"
+        return out
+
+
 class PoolConfig(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
     model: Annotated[str, Field(min_length=1, max_length=256)]
     engine: Literal["vllm"] = "vllm"
     endpoints: Annotated[list[str], Field(min_length=1)]
     speculation: SpeculationConfig = SpeculationConfig()
+    auth: UpstreamAuthConfig = UpstreamAuthConfig()
 
     @field_validator("endpoints")
     @classmethod

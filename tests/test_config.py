@@ -93,3 +93,36 @@ def test_example_config_is_valid() -> None:
     root = Path(__file__).resolve().parents[1]
     config = load_config(root / "examples" / "specgate.yaml")
     assert config.pools
+
+
+def _pool_with(auth: dict) -> dict:
+    return {"pools": [{"name": "p", "model": "m", "endpoints": ["http://e:8000"], "auth": auth}]}
+
+
+def test_pool_credentials_from_config_or_environment_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = validate_config(_pool_with({"api_key": "sk-abc", "headers": {"X-Tenant": "t1"}}))
+    auth = config.pools[0].auth
+    assert auth.header_values() == {"authorization": "Bearer sk-abc", "x-tenant": "t1"}
+    assert "sk-abc" not in repr(config) and "t1" not in repr(config)
+    monkeypatch.setenv("ENGINE_KEY", "sk-from-env")
+    assert validate_config(_pool_with({"api_key_env": "ENGINE_KEY"})).pools[0].auth.header_values() == {
+        "authorization": "Bearer sk-from-env"
+    }
+
+
+@pytest.mark.parametrize(
+    ("auth", "message"),
+    [
+        ({"api_key_env": "SPECGATE_TEST_UNSET_VARIABLE"}, "SPECGATE_TEST_UNSET_VARIABLE is not set"),
+        ({"api_key": "a", "api_key_env": "HOME"}, "not both"),
+        ({"headers": {"bad header": "x"}}, "not a valid HTTP header name"),
+        ({"headers": {"Content-Length": "3"}}, "set by the gateway"),
+        ({"headers": {"Authorization": "Bearer x"}}, "use api_key"),
+        ({"headers": {"x-a": "line\nbreak"}}, "printable ASCII"),
+        ({"api_key": "sk-\u00e9"}, "printable ASCII"),
+    ],
+)
+def test_bad_pool_credentials_are_config_errors(auth: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate_config(_pool_with(auth))
+    assert message in str(err.value) and "pools.0.auth" in str(err.value)

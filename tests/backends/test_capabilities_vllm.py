@@ -20,6 +20,7 @@ from tests.prom import sample
 pytestmark = pytest.mark.slow
 
 PROBING = {"probe": True, "timeout_s": 120}
+ENGINE_KEY = "sk-engine-test-0123456789"
 
 
 async def _discover(url: str) -> EngineFacts:
@@ -78,12 +79,13 @@ def test_a_restart_without_the_plugin_is_discovered_and_caps_are_no_longer_claim
 ) -> None:
     """An engine started with the plugin and per-request metrics, then restarted on the same port with neither (a
     stock vLLM): the gateway re-discovers it, counts and logs the lost capabilities, names the mismatches, stops
-    sending caps to it and reports the k it really runs."""
+    sending caps to it and reports the k it really runs. The second engine also wants an API key (`--api-key`):
+    the pool's `auth.api_key` reaches it with requests, health checks, scrapes and discovery probes alike."""
     with_plugin = EngineSpec(port=free_port())
     proc = _start(with_plugin, tmp_path / "with-plugin.log")
     try:
         gw = start_gateway(
-            [engine_pool(with_plugin)],
+            [{**engine_pool(with_plugin), "auth": {"api_key": ENGINE_KEY}}],
             discovery=PROBING,
             health={"interval_s": 0.5, "unhealthy_after": 1},
             routing={"routes": [{"name": "capped", "k": {"pin": 1}}], "default_route": "capped"},
@@ -95,8 +97,12 @@ def test_a_restart_without_the_plugin_is_discovered_and_caps_are_no_longer_claim
         assert r.status_code == 200 and r.headers["x-specgate-k"] == "1"  # the pin, applied as a cap
         proc.stop()
 
-        stock = EngineSpec(port=with_plugin.port, plugin=False, per_request_metrics=False)
+        stock = EngineSpec(
+            port=with_plugin.port, plugin=False, per_request_metrics=False, extra_args=("--api-key", ENGINE_KEY)
+        )
         proc = _start(stock, tmp_path / "stock.log")
+        refused = httpx.post(f"{stock.url}/v1/completions", json=body, timeout=60)
+        assert refused.status_code == 401  # the engine does want the key: the gateway's answers below carry it
         ep = _wait_for(gw, lambda e: e["capabilities"] is not None and e["capabilities"]["plugin"] is False, 120)
         assert ep["capabilities"]["per_request_metrics"] is False
         assert any("no plugin" in m for m in ep["mismatches"])
@@ -115,5 +121,6 @@ def test_a_restart_without_the_plugin_is_discovered_and_caps_are_no_longer_claim
         assert lost == 1
         assert sample(text, "specgate_endpoint_config_mismatches", **labels) == 2
         assert httpx.get(f"{gw.url}/readyz", timeout=10).json()["mismatches"][stock.url] == ep["mismatches"]
+        assert ep["capabilities"]["models"] == [MODEL] and ep["capabilities"]["error"] is None
     finally:
         proc.stop()
