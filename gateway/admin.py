@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
+from pydantic import SecretStr
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.controllers.k_schedule import encode
 from specgate.runtime.control_loop import ControlLoop
@@ -69,7 +70,7 @@ def _all_off(table: DecisionTable) -> MappingProxyType[str, RouteDecision]:
     )
 
 
-def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: str | None) -> APIRouter:
+def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: SecretStr | None) -> APIRouter:
     router = APIRouter(prefix="/admin")
     controller = loop.controller
 
@@ -78,7 +79,7 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: str | N
             return
         given = request.headers.get("authorization", "")
         token = given[7:] if given.lower().startswith("bearer ") else ""
-        if not hmac.compare_digest(token.encode(), admin_key.encode()):
+        if not hmac.compare_digest(token.encode(), admin_key.get_secret_value().encode()):
             raise Forbidden("this call needs the admin key")
 
     def route_or_404(name: str) -> None:

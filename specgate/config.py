@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -131,6 +132,15 @@ class SpeculationConfig(_Strict):
         if self.acceptance_from == "counters" and self.method == "none":
             raise ValueError("acceptance_from 'counters' needs speculation (method != 'none')")
         return self
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _check_unique(kind: str, names: list[str]) -> None:
@@ -531,8 +541,36 @@ class GatewayConfig(_Strict):
     tracing: TracingConfig = TracingConfig()
     state: StateConfig = StateConfig()
     auth: AuthConfig = AuthConfig()
-    admin_key: str | None = None
+    # The admin API's bearer key (pins, kill switch, pause): required to listen beyond loopback.
+    admin_key: SecretStr | None = None
+    # The name of an environment variable holding it (read at load; unset: a config error).
+    admin_key_env: str | None = None
     pools: list[PoolConfig] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _admin_key_from_environment(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("admin_key_env") is None:
+            return data
+        if data.get("admin_key") is not None:
+            raise ValueError("set admin_key or admin_key_env, not both")
+        name = data["admin_key_env"]
+        raw = os.environ.get(name) if isinstance(name, str) else None
+        if not raw:
+            raise ValueError(f"admin_key_env: the environment variable {name} is not set")
+        return {**data, "admin_key": raw}
+
+    @model_validator(mode="after")
+    def _admin_api_is_not_open_to_the_network(self) -> GatewayConfig:
+        if self.admin_key is None and not _loopback(self.server.host):
+            raise ValueError(
+                f"server.host is {self.server.host}: the admin API (pins, kill switch, pause) would be open to the "
+                "network without a key. Set admin_key_env (an environment variable holding a key, e.g. "
+                "SPECGATE_ADMIN_KEY) or admin_key, or listen on 127.0.0.1"
+            )
+        if self.admin_key is not None and len(self.admin_key.get_secret_value()) < 16:
+            raise ValueError("admin_key: use at least 16 characters (e.g. `openssl rand -hex 16`)")
+        return self
 
     @field_validator("pools")
     @classmethod

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specgate.config import load_config
+from specgate.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
+ADMIN = "test-admin-key-0123456789"
 
 
 @pytest.mark.skipif(
@@ -22,12 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 )
 @pytest.mark.parametrize("profile", ["gpu", "cpu"])
 def test_compose_file_is_valid(profile: str) -> None:
-    out = subprocess.run(
-        ["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "--profile", profile, "config"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    command = ["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "--profile", profile, "config"]
+    env = {k: v for k, v in os.environ.items() if k != "SPECGATE_ADMIN_KEY"}
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert refused.returncode != 0 and "SPECGATE_ADMIN_KEY" in refused.stderr  # no stack without an admin key
+    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**env, "SPECGATE_ADMIN_KEY": ADMIN})
     assert out.returncode == 0, out.stderr
     services = yaml.safe_load(out.stdout)["services"]
     assert {"gateway", "redis", "prometheus", "grafana", "alertmanager", f"vllm-{profile}"} <= set(services)
@@ -65,8 +65,13 @@ def test_dockerfiles_copy_every_package_folder(dockerfile: str) -> None:
     assert {"pyproject.toml", "README.md"} <= copied
 
 
-def test_gateway_config_for_compose_is_valid() -> None:
+def test_gateway_config_for_compose_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPECGATE_ADMIN_KEY", raising=False)
+    with pytest.raises(ConfigError, match="SPECGATE_ADMIN_KEY is not set"):
+        load_config(ROOT / "deploy" / "specgate-compose.yaml")
+    monkeypatch.setenv("SPECGATE_ADMIN_KEY", ADMIN)
     config = load_config(ROOT / "deploy" / "specgate-compose.yaml")
+    assert config.admin_key is not None and config.admin_key.get_secret_value() == ADMIN
     assert {p.name for p in config.pools} == {"gpu", "cpu"}
     prom = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
     targets = [t for job in prom["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
@@ -80,7 +85,8 @@ def _k8s_docs() -> list[dict]:
     return docs
 
 
-def test_kubernetes_manifests_fit_together() -> None:
+def test_kubernetes_manifests_fit_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECGATE_ADMIN_KEY", ADMIN)
     from specgate.gateway.app import create_app
 
     from specgate.config import validate_config
@@ -104,6 +110,10 @@ def test_kubernetes_manifests_fit_together() -> None:
     assert spec["replicas"] >= 2
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
     (container,) = spec["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["SPECGATE_ADMIN_KEY"]["valueFrom"]["secretKeyRef"]["name"] not in {
+        d["metadata"]["name"] for d in docs if "metadata" in d
+    }
     assert container["args"][:2] == ["serve", "--config"]
     mount = container["volumeMounts"][0]["mountPath"]
     assert container["args"][2].startswith(mount)

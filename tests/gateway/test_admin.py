@@ -60,10 +60,10 @@ def test_routes_pin_unpin_pause_kill(start_gateway: Callable[..., GatewayServer]
 
 
 def test_admin_key_required_when_set(start_gateway: Callable[..., GatewayServer]) -> None:
-    gw = start_gateway(pools(), routing=ROUTING, admin_key="s3cret")
+    gw = start_gateway(pools(), routing=ROUTING, admin_key="s3cret-admin-key-0001")
     assert httpx.get(f"{gw.url}/admin/routes").status_code == 403
     assert httpx.get(f"{gw.url}/admin/routes", headers={"authorization": "Bearer nope"}).status_code == 403
-    ok = httpx.get(f"{gw.url}/admin/routes", headers={"authorization": "Bearer s3cret"})
+    ok = httpx.get(f"{gw.url}/admin/routes", headers={"authorization": "Bearer s3cret-admin-key-0001"})
     assert ok.status_code == 200
     assert httpx.post(f"{gw.url}/admin/controller/kill-switch").status_code == 403
     assert gw.gateway.control.controller.kill_switch is False

@@ -23,7 +23,7 @@ from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
 
-KEY, OTHER_KEY, ADMIN = "sk-acme-test-key", "sk-globex-test-key", "admin-secret"
+KEY, OTHER_KEY, ADMIN = "sk-acme-test-key", "sk-globex-test-key", "admin-secret-0123456789"
 LEASE_S = 1.0
 COPY = "import os\nimport sys\nimport os\nimport sys\nimport os\nimport"
 
