@@ -11,7 +11,7 @@ COPY backends backends
 COPY controllers controllers
 COPY dashboards dashboards
 COPY offline offline
-RUN pip install --no-cache-dir . && rm -rf /src
+RUN pip install --no-cache-dir ".[otlp]" && rm -rf /src
 WORKDIR /app
 EXPOSE 8000
 # Unprivileged, as the Kubernetes manifests expect (deploy/k8s: runAsNonRoot, read-only root filesystem).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib.util
 import ipaddress
 import os
 import re
@@ -466,6 +467,29 @@ class TracingConfig(_Strict):
     service_name: str = "specgate"
     # Share of new traces sampled; a sampled parent (the client's traceparent) is always followed.
     sample_ratio: Annotated[float, Field(ge=0, le=1)] = 1.0
+
+    @model_validator(mode="after")
+    def _exporter_installed(self) -> TracingConfig:
+        module = _OTLP_MODULES.get(self.exporter)
+        if module is not None and not _installed(module):
+            package = module.split(".trace_exporter")[0].replace("opentelemetry.", "opentelemetry-").replace(".", "-")
+            raise ValueError(
+                f"exporter {self.exporter} needs {package}, which is not installed: pip install 'specgate[otlp]'"
+            )
+        return self
+
+
+_OTLP_MODULES = {
+    "otlp-http": "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "otlp-grpc": "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
 
 
 class StateConfig(_Strict):

@@ -126,3 +126,27 @@ def test_bad_pool_credentials_are_config_errors(auth: dict, message: str) -> Non
     with pytest.raises(ConfigError) as err:
         validate_config(_pool_with(auth))
     assert message in str(err.value) and "pools.0.auth" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("exporter", "package"),
+    [("otlp-http", "opentelemetry-exporter-otlp-proto-http"), ("otlp-grpc", "opentelemetry-exporter-otlp-proto-grpc")],
+)
+def test_an_exporter_that_is_not_installed_is_a_config_error(
+    exporter: str, package: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused when the config is loaded, not when the first span is exported (or at startup, as a crash)."""
+    import importlib.util
+
+    assert validate_config({"tracing": {"exporter": exporter}}).tracing.exporter == exporter  # installed here
+    real = importlib.util.find_spec
+
+    def without_otlp(name: str, *args: object) -> object:
+        if name.startswith("opentelemetry.exporter.otlp"):
+            raise ModuleNotFoundError(name)
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_otlp)
+    with pytest.raises(ConfigError, match=f"needs {package}.*specgate\\[otlp\\]"):
+        validate_config({"tracing": {"exporter": exporter}})
+    assert validate_config({"tracing": {"exporter": "console"}}).tracing.exporter == "console"
