@@ -4,8 +4,9 @@ logic without sockets.
 
 `UpstreamClient` (upstream_http.py) is the real transport. The contract both keep:
 - `post` returns once an answer's head is in. It raises ConnectFailed when no connection could be made (the
-  request never reached the engine), TimeoutError when no head came within `head_s`, UpstreamFailure for a
-  broken exchange.
+  request never reached the engine), TimeoutError when no head came within `head_s`, StaleConnection when a
+  reused keep-alive connection broke with nothing back (the engine may or may not have the request), UpstreamFailure
+  for any other broken exchange. It never sends a request twice: retries are the relay's.
 - The caller closes every response it got, whatever happened; closing one whose body is not complete aborts
   the exchange (that is how an engine learns the client left).
 """
@@ -23,6 +24,11 @@ class UpstreamResponse(Protocol):
     @property
     def status(self) -> int: ...
 
+    @property
+    def retry_after(self) -> str | None:
+        """The answer's Retry-After header, if any."""
+        ...
+
     async def next_chunk(self, within_s: float) -> bytes:
         """Body bytes since the last call, waiting up to `within_s` s; b"" at the end. Raises TimeoutError,
         UpstreamFailure."""
@@ -37,7 +43,15 @@ class UpstreamResponse(Protocol):
 
 class UpstreamTransport(Protocol):
     async def post(
-        self, base_url: str, path: str, body: bytes, headers: dict[str, str], *, connect_s: float, head_s: float
+        self,
+        base_url: str,
+        path: str,
+        body: bytes,
+        headers: dict[str, str],
+        *,
+        connect_s: float,
+        head_s: float,
+        idle_expiry_s: float | None = None,
     ) -> UpstreamResponse: ...
 
     def close(self) -> None: ...
@@ -58,6 +72,7 @@ class MockAnswer:
 
     status: int = 200
     chunks: Sequence[bytes | BaseException] = ()
+    retry_after: str | None = None
     # Done: read to its end (as with the real client, the connection is then given back) or closed.
     closed: bool = field(default=False, init=False)
     # True when closed before the body was read to its end (the engine would abort the request).
@@ -102,7 +117,15 @@ class MockUpstream:
         self.closed = False
 
     async def post(
-        self, base_url: str, path: str, body: bytes, headers: dict[str, str], *, connect_s: float, head_s: float
+        self,
+        base_url: str,
+        path: str,
+        body: bytes,
+        headers: dict[str, str],
+        *,
+        connect_s: float,
+        head_s: float,
+        idle_expiry_s: float | None = None,
     ) -> MockAnswer:
         if self.closed:
             raise RuntimeError("transport used after close")

@@ -13,13 +13,15 @@ left and aborts the request. A complete answer on a keep-alive connection return
 from __future__ import annotations
 
 import asyncio
+import re
+import socket
 import ssl
 import time
 from urllib.parse import urlsplit
 
 import httptools
 
-__all__ = ["ConnectFailed", "Response", "UpstreamClient", "UpstreamFailure"]
+__all__ = ["ConnectFailed", "Response", "StaleConnection", "UpstreamClient", "UpstreamFailure"]
 
 # Stop reading from the socket while this much of a streamed body waits for the relay to take it.
 _HIGH_WATER = 256 * 1024
@@ -33,6 +35,18 @@ class UpstreamFailure(Exception):
 
 class ConnectFailed(UpstreamFailure):
     """No connection could be made (refused, unreachable, DNS, TLS handshake, or the connect timeout)."""
+
+
+class StaleConnection(UpstreamFailure):
+    """A kept-alive connection failed with nothing back after the request was written: most likely the engine closed
+    it as idle just before, but the request may have reached it. Not replayed here: the relay's failover policy
+    decides, and counts it."""
+
+
+# An HTTP token (RFC 9110): what a header name may be.
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# Set by the client itself: a caller's copy would contradict or duplicate them.
+_OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer"})
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
@@ -62,6 +76,9 @@ class _Connection(asyncio.Protocol):
         # An answer with neither Content-Length nor chunked coding ends when the connection closes.
         self.length_known = False
         self.keep_alive = False
+        # A 1xx interim answer (100 Continue, 103 Early Hints) is skipped: the final answer follows.
+        self.interim = False
+        self.retry_after: str | None = None
 
     # -- protocol callbacks (event loop) --
 
@@ -86,8 +103,8 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.origin.forget(self)
-        if self.headers_done and not self.complete and not self.length_known and self.error is None:
-            self.complete = True  # body delimited by the end of the connection
+        if self.headers_done and not self.complete and not self.length_known and self.error is None and exc is None:
+            self.complete = True  # body delimited by the end of the connection (a clean close; a reset is not one)
         elif not self.complete:
             self._fail(UpstreamFailure("upstream closed the connection before the answer was complete"))
         self._wake()
@@ -104,9 +121,17 @@ class _Connection(asyncio.Protocol):
         lowered = name.lower()
         if lowered == b"content-length" or (lowered == b"transfer-encoding" and b"chunked" in value.lower()):
             self.length_known = True
+        elif lowered == b"retry-after":
+            self.retry_after = value.decode("latin-1").strip()[:64]
 
     def on_headers_complete(self) -> None:
-        self.status = self.parser.get_status_code()
+        status = self.parser.get_status_code()
+        if 100 <= status < 200:
+            self.interim = True  # its headers are not the answer's
+            self.length_known = False
+            self.retry_after = None
+            return
+        self.status = status
         self.headers_done = True
         self._wake()
 
@@ -119,6 +144,9 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def on_message_complete(self) -> None:
+        if self.interim:
+            self.interim = False
+            return
         self.complete = True
         # Asked here: once feed_data() returns, the parser has moved on and always says no.
         self.keep_alive = self.parser.should_keep_alive()
@@ -150,6 +178,8 @@ class _Connection(asyncio.Protocol):
     def start(self, payload: bytes, body: bytes) -> None:
         self.status = 0
         self.headers_done = self.complete = self.got_bytes = self.length_known = self.keep_alive = False
+        self.interim = False
+        self.retry_after = None
         self.error = None
         assert self.transport is not None
         if body and len(body) >= _JOIN_BELOW:
@@ -171,20 +201,43 @@ class _Connection(asyncio.Protocol):
         return self.complete and self.keep_alive and not self.closed and self.error is None
 
     def abort(self) -> None:
+        # abort(), not close(): close() flushes and, over TLS, waits for the peer's close_notify, so a stuck engine
+        # could hold a cancel; abort drops the connection at once (the engine sees it go and aborts the request).
         if self.transport is not None and not self.closed:
             self.closed = True
-            self.transport.close()
+            self.transport.abort()
         self.origin.forget(self)
+
+    def peer_closed(self) -> bool:
+        """Whether the engine has already closed this idle connection (its FIN or a reset waits unread): checked
+        before reuse, so that the common stale-connection race never costs a request."""
+        if self.closed or self.transport is None:
+            return True
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            # asyncio hands out a wrapper without recv; a duplicate descriptor of the same socket can peek.
+            with sock.dup() as raw:
+                raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False  # nothing waiting: open
+        except OSError:
+            return True
+        # b"": the engine's FIN. Bytes: nothing is owed on an idle connection, so it is broken either way.
+        return True
 
 
 class Response:
     """An answer whose head has arrived. Read its body with `next_chunk` / `read`, then `close` it (always)."""
 
-    __slots__ = ("_conn", "_done", "status")
+    __slots__ = ("_conn", "_done", "retry_after", "status")
 
     def __init__(self, conn: _Connection) -> None:
         self._conn = conn
         self.status = conn.status
+        # The engine's Retry-After (on 429 / 503), passed on to the client.
+        self.retry_after = conn.retry_after
         self._done = False
 
     async def next_chunk(self, within_s: float) -> bytes:
@@ -240,7 +293,7 @@ class Response:
 class _Origin:
     """Connections to one scheme://host:port."""
 
-    def __init__(self, url: str, max_idle: int, idle_expiry_s: float, ssl_context: ssl.SSLContext | None) -> None:
+    def __init__(self, url: str, max_idle: int, ssl_context: ssl.SSLContext | None) -> None:
         parts = urlsplit(url)
         self.loop = asyncio.get_running_loop()
         self.host = parts.hostname or ""
@@ -252,7 +305,6 @@ class _Origin:
         self.host_header = (host if default_port else f"{host}:{self.port}").encode("ascii")
         self.prefix = parts.path.rstrip("/").encode("ascii")
         self.max_idle = max_idle
-        self.idle_expiry_s = idle_expiry_s
         # An ordered set: popitem() gives the most recently used connection (warm), the oldest expire.
         self.idle: dict[_Connection, None] = {}
 
@@ -269,11 +321,11 @@ class _Origin:
         conn.idle_since = time.monotonic()
         self.idle[conn] = None
 
-    def take_idle(self) -> _Connection | None:
+    def take_idle(self, idle_expiry_s: float) -> _Connection | None:
         now = time.monotonic()
         while self.idle:
             conn, _ = self.idle.popitem()
-            if conn.closed or now - conn.idle_since > self.idle_expiry_s:
+            if now - conn.idle_since > idle_expiry_s or conn.peer_closed():
                 conn.abort()
                 continue
             return conn
@@ -299,8 +351,10 @@ class _Origin:
 def _header_lines(headers: dict[str, str]) -> bytes:
     lines = []
     for name, value in headers.items():
-        if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
-            continue  # never let a client's header value split the upstream request
+        if not _TOKEN.match(name) or name.lower() in _OWN_HEADERS:
+            continue  # not a header name, or one this client sets itself
+        if "\r" in value or "\n" in value or "\0" in value:
+            continue  # never let a header value split the upstream request
         lines.append(f"{name}: {value}\r\n")
     return "".join(lines).encode("latin-1")
 
@@ -309,7 +363,7 @@ class UpstreamClient:
     """Keep-alive connection pools, one per origin (created on first use)."""
 
     def __init__(
-        self, *, max_idle_per_origin: int = 512, idle_expiry_s: float = 30.0, ssl_context: ssl.SSLContext | None = None
+        self, *, max_idle_per_origin: int = 512, idle_expiry_s: float = 4.0, ssl_context: ssl.SSLContext | None = None
     ) -> None:
         self._origins: dict[str, _Origin] = {}
         self._max_idle = max_idle_per_origin
@@ -319,7 +373,7 @@ class UpstreamClient:
     def _origin(self, base_url: str) -> _Origin:
         origin = self._origins.get(base_url)
         if origin is None:
-            origin = self._origins[base_url] = _Origin(base_url, self._max_idle, self._idle_expiry_s, self._ssl)
+            origin = self._origins[base_url] = _Origin(base_url, self._max_idle, self._ssl)
         return origin
 
     async def post(
@@ -331,13 +385,16 @@ class UpstreamClient:
         *,
         connect_s: float,
         head_s: float,
+        idle_expiry_s: float | None = None,
     ) -> Response:
         """POST `body` to base_url + path; returns once the answer's head is in.
 
         Raises ConnectFailed (no connection within `connect_s`), TimeoutError (no head within `head_s` of
-        sending) or UpstreamFailure.
-        A kept-alive connection that the engine closed just before this request was written (its idle timeout)
-        fails without a byte back: that request never reached the engine and is sent once more on a new one.
+        sending), StaleConnection or UpstreamFailure. Nothing is sent twice here.
+
+        Kept-alive connections idle for longer than `idle_expiry_s` (default: the client's), or already closed by the
+        engine, are not reused: keep it below the engine's own keep-alive (vLLM closes idle connections after 5 s,
+        `VLLM_HTTP_TIMEOUT_KEEP_ALIVE`), so that the engine never closes one as it is being reused.
         """
         origin = self._origin(base_url)
         payload = b"POST %s%s HTTP/1.1\r\nhost: %s\r\ncontent-length: %d\r\n%s\r\n" % (
@@ -347,26 +404,25 @@ class UpstreamClient:
             len(body),
             _header_lines(headers),
         )
-        while True:
-            conn = origin.take_idle()
-            reused = conn is not None
-            if conn is None:
-                conn = await origin.connect(connect_s)
-            conn.start(payload, body)
-            try:
-                while not conn.headers_done:
-                    if conn.error is not None:
-                        raise conn.error
-                    await conn.wait(head_s)
-            except UpstreamFailure:
-                conn.abort()
-                if reused and not conn.got_bytes:
-                    continue
-                raise
-            except BaseException:
-                conn.abort()
-                raise
-            return Response(conn)
+        conn = origin.take_idle(self._idle_expiry_s if idle_expiry_s is None else idle_expiry_s)
+        reused = conn is not None
+        if conn is None:
+            conn = await origin.connect(connect_s)
+        conn.start(payload, body)
+        try:
+            while not conn.headers_done:
+                if conn.error is not None:
+                    raise conn.error
+                await conn.wait(head_s)
+        except UpstreamFailure as exc:
+            conn.abort()
+            if reused and not conn.got_bytes:
+                raise StaleConnection(f"a reused connection closed with no answer: {exc}") from None
+            raise
+        except BaseException:
+            conn.abort()
+            raise
+        return Response(conn)
 
     def close(self) -> None:
         for origin in self._origins.values():

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["ALERT_OUTCOMES", "TPOT_BUCKETS", "TTFT_BUCKETS", "UPSTREAM_ERROR_REASONS", "GatewayMetrics"]
 
-UPSTREAM_ERROR_REASONS = ("connect", "timeout", "http_5xx", "stream", "protocol")
+UPSTREAM_ERROR_REASONS = ("connect", "timeout", "http_5xx", "stream", "protocol", "stale_connection")
 ALERT_OUTCOMES = ("delivered", "rejected", "failed", "dropped")
 
 TTFT_BUCKETS = (

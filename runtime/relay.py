@@ -2,7 +2,10 @@
 
 Failover rule: a try that fails before anything reached the client (connect error, timeout before
 headers or before the first stream event, 5xx answer) is retried on another endpoint of the same pool,
-up to `retries.max_attempts` tries in all. Once a byte has reached the client, a failure is reported
+up to `retries.max_attempts` tries in all. A reused keep-alive connection that broke with nothing back (the engine
+closed it as idle just then) may be retried once on the same endpoint, within the same budget: the engine may have
+received that request, so the retry is counted (`specgate_upstream_retries_total`, `specgate_upstream_errors_total`
+with reason `stale_connection`) like any other. Once a byte has reached the client, a failure is reported
 in-band as an SSE `data: {"error": ...}` event and the stream is closed.
 
 Closing the upstream response (on client disconnect, on error, or at the end) closes its connection,
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 import orjson
 from specgate.backends.pool import Endpoint, Pool
 from specgate.backends.transport import UpstreamResponse, UpstreamTransport
-from specgate.backends.upstream_http import ConnectFailed, UpstreamClient, UpstreamFailure
+from specgate.backends.upstream_http import ConnectFailed, StaleConnection, UpstreamClient, UpstreamFailure
 from specgate.controllers.picker import running_requests
 from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.requests import ParsedRequest
@@ -150,6 +153,7 @@ class Relay:
         body = orjson.dumps(req.body) if req.modified else req.raw
         tried: set[Endpoint] = set()
         last_error: GatewayError | None = None
+        stale_retried = False
         for attempt in range(self._config.retries.max_attempts):
             endpoint = pool.pick(tried)
             if endpoint is None:
@@ -161,7 +165,14 @@ class Relay:
             try:
                 result = await self._try(req, body, headers, pool, endpoint)
             except _RetryableFailure as exc:
-                self._breaker_failure(endpoint)
+                if exc.reason == "stale_connection" and not stale_retried:
+                    # A kept-alive connection the engine had just closed: the endpoint is fine, and may take the
+                    # retry (once; it counts as one of the request's tries, in the retry metrics and the log).
+                    stale_retried = True
+                    endpoint.breaker.on_abandoned()
+                    tried.discard(endpoint)
+                else:
+                    self._breaker_failure(endpoint)
                 self._metrics.upstream_errors.labels(pool.name, exc.reason).inc()
                 log.warning(
                     "upstream try failed",
@@ -191,9 +202,11 @@ class Relay:
                 endpoint.breaker.on_success()
             return result
         if last_error is None or isinstance(last_error, NoHealthyEndpoint):
+            # An engine's own Retry-After (a 503 it sent) is kept.
+            wait = last_error.retry_after_s if last_error is not None else None
             raise NoHealthyEndpoint(
                 f"no healthy endpoint in pool '{pool.name}' for model '{req.model}'",
-                retry_after_s=self._config.server.retry_after_s,
+                retry_after_s=wait if wait is not None else self._config.server.retry_after_s,
             )
         raise last_error
 
@@ -236,11 +249,12 @@ class Relay:
                     {**headers, **endpoint.headers} if endpoint.headers else headers,
                     connect_s=t.connect_s,
                     head_s=t.first_byte_s,
+                    idle_expiry_s=pool.config.upstream_idle_s or t.upstream_idle_s,
                 )
                 if response.status >= 400:
                     raw = await response.read(_MAX_ERROR_BODY, _left(started, t.first_byte_s))
                     response.close()
-                    error = normalise_upstream_error(response.status, raw)
+                    error = normalise_upstream_error(response.status, raw, response.retry_after)
                     if response.status >= 500:
                         raise _RetryableFailure("http_5xx", _server_error(error, self._config))
                     raise error
@@ -258,6 +272,8 @@ class Relay:
                         t.stream_idle_s,
                         batch_at_dispatch=batch,
                     )
+            except StaleConnection as exc:
+                raise _RetryableFailure("stale_connection", UpstreamError(f"upstream failed: {exc}")) from None
             except ConnectFailed as exc:
                 endpoint.eject(f"connect failed: {exc}")
                 raise _RetryableFailure(
@@ -304,7 +320,9 @@ def _batch_now(endpoint: Endpoint) -> float:
 
 def _server_error(error: GatewayError, config: GatewayConfig) -> GatewayError:
     if error.status == 503:
-        return NoHealthyEndpoint(error.message, retry_after_s=config.server.retry_after_s)
+        # The engine's own Retry-After when it gave one in seconds; else the gateway's.
+        wait = error.retry_after_s if error.retry_after_s is not None else config.server.retry_after_s
+        return NoHealthyEndpoint(error.message, retry_after_s=wait)
     return UpstreamError(f"upstream engine failed: {error.message}")
 
 

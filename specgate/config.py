@@ -78,6 +78,9 @@ class TimeoutConfig(_Strict):
     stream_idle_s: Annotated[float, Field(gt=0)] = 60.0
     # A client must have sent its whole request body within this time (slow clients get 408).
     client_body_s: Annotated[float, Field(gt=0)] = 30.0
+    # Kept-alive engine connections idle longer than this are not reused. Keep it below the engines' own keep-alive
+    # (vLLM: 5 s, VLLM_HTTP_TIMEOUT_KEEP_ALIVE), so that an engine never closes one as it is reused.
+    upstream_idle_s: Annotated[float, Field(gt=0)] = 4.0
 
 
 class RetryConfig(_Strict):
@@ -154,6 +157,17 @@ def _check_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"endpoint {url!r} must be an http(s) base URL like http://host:port")
+    # What the relay's client cannot send is refused here, not as a 500 at the first request.
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"endpoint {url!r}: credentials in the URL are not sent; use the pool's auth")
+    if parts.query or parts.fragment:
+        raise ValueError(f"endpoint {url!r}: a query or fragment is not allowed in a base URL")
+    if not parts.hostname or not url.isascii():
+        raise ValueError(f"endpoint {url!r}: the host must be ASCII (punycode for international names)")
+    try:
+        parts.port  # noqa: B018  # raises on a port that is not a number or out of range
+    except ValueError:
+        raise ValueError(f"endpoint {url!r}: the port is not a valid number") from None
     return url.rstrip("/")
 
 
@@ -223,6 +237,8 @@ class PoolConfig(_Strict):
     endpoints: Annotated[list[str], Field(min_length=1)]
     speculation: SpeculationConfig = SpeculationConfig()
     auth: UpstreamAuthConfig = UpstreamAuthConfig()
+    # This pool's engines' keep-alive is shorter than timeouts.upstream_idle_s allows for: reuse below it.
+    upstream_idle_s: Annotated[float | None, Field(gt=0)] = None
 
     @field_validator("endpoints")
     @classmethod

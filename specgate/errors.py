@@ -164,10 +164,11 @@ _STATUS_TYPES = {
 }
 
 
-def normalise_upstream_error(status: int, raw: bytes) -> UpstreamHTTPError:
+def normalise_upstream_error(status: int, raw: bytes, retry_after: str | None = None) -> UpstreamHTTPError:
     """vLLM answers `{"error": {..., "code": 400}}` (code = HTTP number) or, from FastAPI, `{"detail": ...}`.
 
-    Whatever arrives, the client gets the OpenAI shape with a string code and the engine's message.
+    Whatever arrives, the client gets the OpenAI shape with a string code and the engine's message, and the engine's
+    `Retry-After` (seconds or an HTTP date) when it sent one.
     """
     message = f"upstream engine answered HTTP {status}"
     type_ = _STATUS_TYPES.get(status, "api_error")
@@ -193,4 +194,10 @@ def normalise_upstream_error(status: int, raw: bytes) -> UpstreamHTTPError:
             message = data["message"]
     elif raw:
         message = f"{message}: {raw[:200].decode('utf-8', 'replace')}"
-    return UpstreamHTTPError(status, message, type_=type_, param=param, code=code)
+    error = UpstreamHTTPError(status, message, type_=type_, param=param, code=code)
+    if retry_after and retry_after.isascii() and retry_after.isprintable():
+        if retry_after.isdigit():
+            error.retry_after_s = int(retry_after)
+        else:
+            error.extra_headers["retry-after"] = retry_after
+    return error

@@ -150,3 +150,20 @@ def test_an_exporter_that_is_not_installed_is_a_config_error(
     with pytest.raises(ConfigError, match=f"needs {package}.*specgate\\[otlp\\]"):
         validate_config({"tracing": {"exporter": exporter}})
     assert validate_config({"tracing": {"exporter": "console"}}).tracing.exporter == "console"
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://user:pw@engine:8000", "credentials in the URL"),
+        ("http://engine:8000/?x=1", "query or fragment"),
+        ("http://engine:8000#top", "query or fragment"),
+        ("http://m\u00f6tor:8000", "must be ASCII"),
+        ("http://engine:99999", "port is not a valid number"),
+        ("engine:8000", "http(s) base URL"),
+    ],
+)
+def test_endpoint_urls_the_client_cannot_use_are_config_errors(url: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate_config({"pools": [{"name": "p", "model": "m", "endpoints": [url]}]})
+    assert message in str(err.value)

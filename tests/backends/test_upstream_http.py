@@ -4,7 +4,9 @@ request as the test says (keep-alive, chunked, close-delimited, stalls, garbage,
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
+import struct
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from specgate.backends.upstream_http import ConnectFailed, Response, UpstreamClient, UpstreamFailure
+from specgate.backends.upstream_http import ConnectFailed, Response, StaleConnection, UpstreamClient, UpstreamFailure
 
 HEAD_OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 
@@ -173,9 +175,9 @@ async def test_refused_connection() -> None:
         await post(client(), url)
 
 
-async def test_stale_kept_alive_connection_is_retried_once_on_a_new_one() -> None:
-    # The engine closes an idle kept-alive connection just as the next request is written (its idle timeout):
-    # nothing came back, so the request never reached it and goes out again on a fresh connection.
+async def test_a_reused_connection_that_breaks_with_nothing_back_is_not_replayed() -> None:
+    # The engine closes a kept-alive connection after reading the next request, without answering: it may have
+    # started on it, so the client does not send it again (the relay's failover policy decides, and counts).
     async def first_only(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         if seen.index == 2:
             return False  # closed without an answer
@@ -184,12 +186,91 @@ async def test_stale_kept_alive_connection_is_retried_once_on_a_new_one() -> Non
     async with serve(first_only) as server:
         c = client()
         await post(c, server.url)
+        with pytest.raises(StaleConnection):
+            await post(c, server.url, b"{}")
+        assert [(s.connection, s.index) for s in server.requests] == [(1, 1), (1, 2)]  # received once, not twice
+        c.close()
+
+
+async def test_a_connection_the_engine_closed_while_idle_is_not_reused() -> None:
+    # vLLM closes idle keep-alive connections after 5 s: one closed that way is seen (its FIN, peeked) before reuse.
+    async def then_close(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        await json_answer(seen, reader, writer)
+        return False  # keep-alive promised, then closed while idle
+
+    async with serve(then_close) as server:
+        c = client()
+        await post(c, server.url)
+        await asyncio.sleep(0.1)  # the FIN arrives while the connection sits in the pool
         assert await post(c, server.url, b"{}") == (200, b'{"n": 2}')
-        assert server.connections == 2 and [(s.connection, s.index) for s in server.requests] == [
-            (1, 1),
-            (1, 2),
-            (2, 1),
-        ]
+        assert [(s.connection, s.index) for s in server.requests] == [(1, 1), (2, 1)]
+        c.close()
+
+
+async def test_idle_connections_expire_below_the_engines_keep_alive() -> None:
+    async with serve(json_answer) as server:
+        c = UpstreamClient(idle_expiry_s=0.05)
+        await post(c, server.url)
+        await post(c, server.url)  # at once: reused
+        await asyncio.sleep(0.1)
+        await post(c, server.url)  # idle too long: a new connection
+        resp = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2, idle_expiry_s=60)
+        await resp.read(1 << 20, 2)
+        resp.close()  # a per-call expiry (a pool's own) overrides the client's
+        assert [(s.connection, s.index) for s in server.requests] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+        c.close()
+
+
+async def test_interim_answers_are_skipped_and_retry_after_is_kept() -> None:
+    async def busy(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </x>\r\nretry-after: 99\r\n\r\n")
+        payload = b'{"error": "busy"}'
+        writer.write(b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 7\r\ncontent-length: %d\r\n\r\n" % len(payload))
+        writer.write(payload)
+        await writer.drain()
+        return True
+
+    async with serve(busy) as server:
+        c = client()
+        response = await start(c, server.url)
+        assert (response.status, response.retry_after) == (503, "7")
+        assert await response.read(1 << 20, 2) == b'{"error": "busy"}'
+        response.close()
+        c.close()
+
+
+async def test_a_reset_ends_a_close_delimited_body_as_a_failure_not_a_complete_answer() -> None:
+    async def reset(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\npart of it")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = RST
+        writer.transport.abort()
+        return False
+
+    async with serve(reset) as server:
+        response = await start(client(), server.url)
+        with pytest.raises(UpstreamFailure):
+            while await response.next_chunk(2):
+                pass
+        response.close()
+
+
+async def test_callers_cannot_set_framing_headers_or_invalid_names() -> None:
+    async with serve(json_answer) as server:
+        c = client()
+        headers = {
+            "Content-Length": "999",
+            "host": "evil",
+            "transfer-encoding": "chunked",
+            "bad name": "x",
+            "x-ok": "1",
+        }
+        await post(c, server.url, b"{}", **headers)
+        head = server.requests[0].head.lower()
+        assert head.count(b"content-length") == 1 and b"evil" not in head and b"transfer-encoding" not in head
+        assert b"bad name" not in head and b"x-ok: 1" in head
         c.close()
 
 

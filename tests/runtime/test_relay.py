@@ -222,3 +222,50 @@ async def test_oversized_answer_is_refused() -> None:
     with pytest.raises(UpstreamError, match="larger"):
         await relay.send(chat(), pools.pools[0], {})
     assert outstanding(pools) == [0, 0]
+
+
+async def test_a_stale_connection_is_retried_once_on_the_same_endpoint_and_counted() -> None:
+    from specgate.backends.upstream_http import StaleConnection
+
+    from tests.prom import sample
+
+    calls: list[str] = []
+
+    def answer(request: MockRequest) -> MockAnswer:
+        calls.append(request.base_url)
+        if len(calls) == 1:
+            raise StaleConnection("closed as idle")
+        return MockAnswer(200, [OK_BODY])
+
+    relay, pools, _, metrics = setup(answer, endpoints=(A,))
+    result = await relay.send(chat(), pools.pools[0], {})
+    assert isinstance(result, RelayResult) and calls == [A, A]
+    from prometheus_client import generate_latest
+
+    text = generate_latest(metrics.registry).decode()
+    assert sample(text, "specgate_upstream_errors_total", pool="p", reason="stale_connection") == 1
+    assert sample(text, "specgate_upstream_retries_total", pool="p") == 1
+    assert pools.pools[0].endpoints[0].breaker.state == "closed"
+
+    # Twice in a row: the second is a failure like any other (no endless replays), reported to the client.
+    calls.clear()
+
+    def always_stale(request: MockRequest) -> MockAnswer:
+        calls.append(request.base_url)
+        raise StaleConnection("closed as idle")
+
+    relay, pools, _, _ = setup(always_stale, endpoints=(A,), attempts=5)
+    with pytest.raises(UpstreamError):
+        await relay.send(chat(), pools.pools[0], {})
+    assert calls == [A, A]
+
+
+async def test_the_engines_retry_after_reaches_the_client() -> None:
+    relay, pools, _, _ = setup(lambda r: MockAnswer(429, [b'{"error": {"message": "slow down"}}'], retry_after="12"))
+    with pytest.raises(UpstreamHTTPError) as err:
+        await relay.send(chat(), pools.pools[0], {})
+    assert err.value.status == 429 and err.value.headers()["retry-after"] == "12"
+    relay, pools, _, _ = setup(lambda r: MockAnswer(503, [b"{}"], retry_after="30"), endpoints=(A,))
+    with pytest.raises(NoHealthyEndpoint) as busy:
+        await relay.send(chat(), pools.pools[0], {})
+    assert busy.value.headers()["retry-after"] == "30"
