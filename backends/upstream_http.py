@@ -217,9 +217,14 @@ class _Connection(asyncio.Protocol):
         if sock is None:
             return False
         try:
-            # asyncio hands out a wrapper without recv; a duplicate descriptor of the same socket can peek.
-            with sock.dup() as raw:
+            # asyncio hands out a wrapper without recv: its socket (CPython keeps it in `_sock`; one syscall on the
+            # request path), else a duplicate descriptor of it.
+            raw = getattr(sock, "_sock", None)
+            if isinstance(raw, socket.socket):
                 raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            else:
+                with sock.dup() as dup:
+                    dup.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except BlockingIOError:
             return False  # nothing waiting: open
         except OSError:
