@@ -14,6 +14,7 @@ would go on generating for nobody.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
@@ -205,6 +206,7 @@ class GenerationHandler:
         server_span = gw.tracing.server_span(scope["method"], scope["path"], headers)
         client_span: Span | None = None
         seen: list[Observation] = []
+        stack = contextlib.ExitStack()
         try:
             tenant = await gw.authenticate(headers)
             admitted = gw.admit(tenant)
@@ -221,6 +223,8 @@ class GenerationHandler:
             gw.tracing.inject(client_span, upstream_headers)
             watch = _DisconnectWatch(receive, answer)
             result = await gw.send(parsed, plan.pool, upstream_headers)
+            # From here the upstream answer is ours to close, whatever fails before the stream is relayed.
+            stack.callback(result.close)
             m.child(m.spec_requests, plan.route, plan.pool.name, str(plan.k)).inc()
             if plan.explored:
                 m.child(m.explored_requests, plan.route).inc()
@@ -275,6 +279,7 @@ class GenerationHandler:
             if not answer.started:
                 await answer.error(GatewayError("internal gateway error"))
         finally:
+            stack.close()
             if watch is not None:
                 watch.stop()
             gw.release(admitted)

@@ -58,6 +58,9 @@ class RelayResult:
     endpoint: Endpoint
     batch_at_dispatch: float = 0.0
 
+    def close(self) -> None:
+        """Nothing to release (the body is read and the endpoint released already): the same call as a stream's."""
+
 
 @dataclass(slots=True)
 class StreamRelay:

@@ -3,6 +3,7 @@ the first byte, circuit breaker, timeouts, clean SSE errors after it, and nothin
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 
@@ -186,3 +187,30 @@ def test_circuit_breaker_opens_then_half_opens(start_gateway: Callable, upstream
     assert flaky.hits > hits_when_open, "a half-open trial went through and closed the circuit"
     assert gw.gateway.pools.endpoints()[0].breaker.state == "closed"
     assert_no_leaks(gw, flaky, good)
+
+
+@pytest.mark.parametrize("where", ["StreamObserver", "GenerationHandler._stream"])
+def test_a_failure_between_opening_the_upstream_stream_and_relaying_it_leaks_nothing(
+    where: str, start_gateway: Callable, upstreams: list[FaultUpstream], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug anywhere after the upstream answered and before its stream is relayed: the client gets a 500, the
+    upstream connection is closed (the engine aborts) and the endpoint's outstanding count goes back to 0."""
+    from specgate.gateway import generation
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError(f"injected failure in {where}")
+
+    async def broken_async(*args: object, **kwargs: object) -> None:
+        await asyncio.sleep(0)
+        raise RuntimeError(f"injected failure in {where}")
+
+    up = upstream(upstreams, chunk_delay_s=0.05)
+    gw = gateway(start_gateway, [up.url])
+    if where == "StreamObserver":
+        monkeypatch.setattr(generation, "StreamObserver", broken)
+    else:
+        monkeypatch.setattr(generation.GenerationHandler, "_stream", broken_async)
+    r = post(gw, stream=True)
+    assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
+    assert up.hits == 1
+    assert_no_leaks(gw, up)
