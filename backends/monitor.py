@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 import httpx
 from specgate.backends.capabilities import discover, expected
 from specgate.backends.pool import Endpoint, PoolSet
+from specgate.backends.sglang import discover_sglang, parse_sglang_metrics
 from specgate.backends.vllm_metrics import EngineSnapshot, parse_vllm_metrics
 from specgate.controllers.capabilities import EngineFacts, mismatches
 
@@ -47,8 +48,11 @@ class EndpointMonitor:
         self._on_health = on_health
         self._discovery = discovery if discovery is not None else DiscoveryConfig(enabled=False)
         self._on_facts = on_facts
-        self._expected = {p.name: expected(p.config, tested_versions) for p in pools.pools}
+        self._expected = {
+            p.name: expected(p.config, tested_versions if p.config.engine == "vllm" else ()) for p in pools.pools
+        }
         self._models = {p.name: p.config.model for p in pools.pools}
+        self._sglang = {p.name for p in pools.pools if p.config.engine == "sglang"}
         self._client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
         self._tasks: list[asyncio.Task[None]] = []
         self._discovering: dict[Endpoint, asyncio.Task[None]] = {}
@@ -87,14 +91,17 @@ class EndpointMonitor:
         """Learn the endpoint's capabilities and compare them with its pool's config. Never raises."""
         if not self._discovery.enabled:
             return
-        facts = await discover(
-            self._client,
-            ep.url,
-            self._models[ep.pool],
-            probe=self._discovery.probe,
-            timeout_s=self._discovery.timeout_s,
-            headers=ep.headers,
-        )
+        if ep.pool in self._sglang:
+            facts = await discover_sglang(self._client, ep.url, timeout_s=self._discovery.timeout_s, headers=ep.headers)
+        else:
+            facts = await discover(
+                self._client,
+                ep.url,
+                self._models[ep.pool],
+                probe=self._discovery.probe,
+                timeout_s=self._discovery.timeout_s,
+                headers=ep.headers,
+            )
         before = ep.facts
         ep.facts = facts
         found = tuple(mismatches(self._expected[ep.pool], facts))
@@ -163,7 +170,7 @@ class EndpointMonitor:
         try:
             resp = await self._client.get(f"{ep.url}/metrics", headers=ep.headers, timeout=self._scrape.timeout_s)
             resp.raise_for_status()
-            snap = parse_vllm_metrics(resp.text)
+            snap = parse_sglang_metrics(resp.text) if ep.pool in self._sglang else parse_vllm_metrics(resp.text)
         except (httpx.HTTPError, ValueError) as exc:
             log.debug("scrape failed", extra={"endpoint": ep.url, "error": type(exc).__name__})
             return

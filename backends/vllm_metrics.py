@@ -69,6 +69,8 @@ class EngineSnapshot:
     preemptions: float | None = None
     # Token slots of the KV cache (blocks x block size); None when the engine does not say.
     kv_capacity_tokens: float | None = None
+    # Mean tokens per verify step, as a gauge (SGLang's `spec_accept_length`; vLLM gives counters instead).
+    accept_length: float | None = None
 
     @property
     def speculation_configured(self) -> bool:

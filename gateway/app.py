@@ -177,6 +177,8 @@ class Gateway:
         steps = step_delta(previous, snap)
         if steps is not None:
             self.control.engine_steps(ep.pool, steps)
+        if snap.accept_length is not None:
+            self.metrics.engine_accept_length.labels(ep.pool, ep.url).set(snap.accept_length)
         preempted = preemption_delta(previous, snap)
         self.control.engine_kv(ep.pool, KvReading(snap.kv_usage, preempted, snap.kv_capacity_tokens, snap.running))
         if previous is None and snap.drafts:

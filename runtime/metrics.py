@@ -154,6 +154,12 @@ class GatewayMetrics:
             ["pool", "endpoint"],
             registry=r,
         )
+        self.engine_accept_length = Gauge(
+            "specgate_engine_spec_accept_length",
+            "Mean tokens per verify step an engine reports as a gauge (SGLang's spec_accept_length), per endpoint.",
+            ["pool", "endpoint"],
+            registry=r,
+        )
         self.endpoint_capability = Gauge(
             "specgate_endpoint_capability",
             "What discovery verified per endpoint (docs/engines.md): 1 present, 0 absent; no series while unknown. "

@@ -233,12 +233,21 @@ class UpstreamAuthConfig(_Strict):
 class PoolConfig(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
     model: Annotated[str, Field(min_length=1, max_length=256)]
-    engine: Literal["vllm"] = "vllm"
+    # sglang: the OpenAI API and load metrics of an SGLang server; no per-request k (pool tiers only, docs/engines.md).
+    engine: Literal["vllm", "sglang"] = "vllm"
     endpoints: Annotated[list[str], Field(min_length=1)]
     speculation: SpeculationConfig = SpeculationConfig()
     auth: UpstreamAuthConfig = UpstreamAuthConfig()
     # This pool's engines' keep-alive is shorter than timeouts.upstream_idle_s allows for: reuse below it.
     upstream_idle_s: Annotated[float | None, Field(gt=0)] = None
+
+    @model_validator(mode="after")
+    def _engine_can_do_it(self) -> PoolConfig:
+        if self.engine == "sglang" and self.speculation.per_request_k:
+            raise ValueError("speculation.per_request_k: SGLang takes no per-request k (use pool tiers)")
+        if self.engine == "sglang" and self.speculation.acceptance_from != "auto":
+            raise ValueError("speculation.acceptance_from: SGLang pools have neither per-request figures nor counters")
+        return self
 
     @field_validator("endpoints")
     @classmethod
