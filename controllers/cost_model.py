@@ -65,7 +65,8 @@ DRAFT_COSTS: dict[str, float] = {"gpu": 1.0, "cpu": 0.4, "knee": 0.9}
 # t4 per step in which the drafter runs at all). Prompt lookup (n-gram, suffix) runs on the CPU beside the step:
 # ~free. A draft model runs one forward pass per draft position: a small model's pass, memory-bound like the
 # target's, costs about its share of the weights (a 1B drafter for an 8B target: ~0.1). EAGLE / EAGLE-3 / MTP heads
-# are one decoder layer over the target's hidden states: a few percent of t0 per position. Round numbers of the
+# are one decoder layer over the target's hidden states: a few percent of t0 per position. DFlash drafts a whole
+# block in one pass of a small block-diffusion model: a cost per step, hardly any per position. Round numbers of the
 # right shape, not measured here (no GPU); the online fit moves t3 and t4 from them. None of the methods keys: the
 # engine kind's own t3 (PRIORS) stays.
 DRAFTERS: dict[str, tuple[float, float]] = {
@@ -76,6 +77,7 @@ DRAFTERS: dict[str, tuple[float, float]] = {
     "eagle": (0.04, 0.0),
     "eagle3": (0.04, 0.0),
     "mtp": (0.04, 0.0),
+    "dflash": (0.01, 0.08),
 }
 
 

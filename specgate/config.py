@@ -117,7 +117,7 @@ class DiscoveryConfig(_Strict):
 class SpeculationConfig(_Strict):
     """What the engines of a pool were started with; specgate cannot change it, only use it."""
 
-    method: Literal["none", "ngram", "eagle", "eagle3", "draft_model", "mtp", "suffix"] = "none"
+    method: Literal["none", "ngram", "eagle", "eagle3", "dflash", "draft_model", "mtp", "suffix"] = "none"
     max_k: Annotated[int, Field(ge=0, le=16)] = 0
     # True when the engines load specgate's scheduler plugin, so each request may carry its own k.
     per_request_k: bool = False
