@@ -242,6 +242,9 @@ class Relay:
                     self._breaker_failure(endpoint)
 
         t = self._config.timeouts
+        p = pool.config
+        # Streams: headers and a first event in first_byte_s. Non-streaming: the whole answer in total_s.
+        head_s = (p.first_byte_s or t.first_byte_s) if req.stream else (p.total_s or t.total_s)
         response: UpstreamResponse | None = None
         try:
             try:
@@ -251,11 +254,11 @@ class Relay:
                     body,
                     {**headers, **endpoint.headers} if endpoint.headers else headers,
                     connect_s=t.connect_s,
-                    head_s=t.first_byte_s,
-                    idle_expiry_s=pool.config.upstream_idle_s or t.upstream_idle_s,
+                    head_s=head_s,
+                    idle_expiry_s=p.upstream_idle_s or t.upstream_idle_s,
                 )
                 if response.status >= 400:
-                    raw = await response.read(_MAX_ERROR_BODY, _left(started, t.first_byte_s))
+                    raw = await response.read(_MAX_ERROR_BODY, _left(started, head_s))
                     response.close()
                     error = normalise_upstream_error(response.status, raw, response.retry_after)
                     if response.status >= 500:
@@ -263,7 +266,7 @@ class Relay:
                     raise error
                 if req.stream:
                     splitter = SSESplitter()
-                    first = await _first_events(response, splitter, started, t.first_byte_s)
+                    first = await _first_events(response, splitter, started, head_s)
                     return StreamRelay(
                         pool,
                         endpoint,
@@ -284,7 +287,12 @@ class Relay:
                     NoHealthyEndpoint("upstream connection failed", retry_after_s=self._config.server.retry_after_s),
                 ) from None
             except TimeoutError:
-                raise _RetryableFailure("timeout", UpstreamTimeout("upstream engine did not answer in time")) from None
+                late = UpstreamTimeout("upstream engine did not answer in time")
+                if not req.stream:
+                    # The engine may have been generating the whole time: another try would run it twice.
+                    self._metrics.upstream_errors.labels(pool.name, "timeout").inc()
+                    raise late from None
+                raise _RetryableFailure("timeout", late) from None
             except _EmptyStream:
                 raise _RetryableFailure("stream", UpstreamError("upstream stream ended before any event")) from None
             except UpstreamFailure as exc:

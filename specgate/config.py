@@ -72,8 +72,11 @@ class ServerConfig(_Strict):
 
 class TimeoutConfig(_Strict):
     connect_s: Annotated[float, Field(gt=0)] = 5.0
-    # Until the upstream sends response headers (and, for streams, the first event).
+    # Streams: until the upstream sends response headers and the first event (queueing and prefill).
     first_byte_s: Annotated[float, Field(gt=0)] = 120.0
+    # Non-streaming requests: the whole generation (vLLM sends the headers with the finished answer). Not retried
+    # when it runs out: the engine may have been generating all along.
+    total_s: Annotated[float, Field(gt=0)] = 600.0
     # Longest silence tolerated between two reads of an upstream body.
     stream_idle_s: Annotated[float, Field(gt=0)] = 60.0
     # A client must have sent its whole request body within this time (slow clients get 408).
@@ -240,6 +243,9 @@ class PoolConfig(_Strict):
     auth: UpstreamAuthConfig = UpstreamAuthConfig()
     # This pool's engines' keep-alive is shorter than timeouts.upstream_idle_s allows for: reuse below it.
     upstream_idle_s: Annotated[float | None, Field(gt=0)] = None
+    # This pool's own timeouts.first_byte_s / timeouts.total_s (a slow model, long prompts).
+    first_byte_s: Annotated[float | None, Field(gt=0)] = None
+    total_s: Annotated[float | None, Field(gt=0)] = None
 
     @model_validator(mode="after")
     def _engine_can_do_it(self) -> PoolConfig:

@@ -33,7 +33,7 @@ def upstream(made: list[FaultUpstream], mode: str = "ok", **kw: float) -> FaultU
 
 def gateway(start: Callable[..., GatewayServer], urls: list[str], **overrides: object) -> GatewayServer:
     settings: dict = {
-        "timeouts": {"connect_s": 1, "first_byte_s": 1.0, "stream_idle_s": 0.5},
+        "timeouts": {"connect_s": 1, "first_byte_s": 1.0, "total_s": 1.0, "stream_idle_s": 0.5},
         "retries": {"max_attempts": 3},
         "health": {"interval_s": 3600},  # the tests drive failures through requests, not health checks
         **overrides,
@@ -124,13 +124,33 @@ def test_slow_headers_time_out_and_retry(start_gateway: Callable, upstreams: lis
     gw = gateway(start_gateway, [slow.url, good.url])
     started = time.monotonic()
     for _ in range(2):
-        assert post(gw).status_code == 200
+        r = post(gw, stream=True)
+        assert r.status_code == 200 and events(r)[-1] == "[DONE]"
     assert time.monotonic() - started < 4, "first-byte timeout (1 s) bounded the wait"
     only = gateway(start_gateway, [slow.url], retries={"max_attempts": 1})
-    r = post(only)
+    r = post(only, stream=True)
     assert r.status_code == 504 and r.json()["error"]["code"] == "timeout"
     assert_no_leaks(gw, good)
     only.stop()
+
+
+def test_a_non_streaming_answer_past_total_s_is_a_504_and_never_run_twice(
+    start_gateway: Callable, upstreams: list[FaultUpstream]
+) -> None:
+    """vLLM sends a non-streaming answer's headers when it is finished: running out of `total_s` means the engine may
+    have been generating all along, so the request is not sent to the other endpoint."""
+    slow, other = upstream(upstreams, "slow_headers", delay_s=3), upstream(upstreams, "slow_headers", delay_s=3)
+    gw = gateway(start_gateway, [slow.url, other.url])
+    r = post(gw)
+    assert r.status_code == 504 and r.json()["error"]["code"] == "timeout"
+    assert slow.hits + other.hits == 1
+    # A pool's own total_s (a slow model) overrides the global one (1 s here).
+    roomy = start_gateway(
+        [{"name": "p", "model": MODEL, "endpoints": [slow.url], "total_s": 10}],
+        timeouts={"connect_s": 1, "total_s": 1.0},
+    )
+    assert post(roomy).status_code == 200
+    roomy.stop()
 
 
 @pytest.mark.parametrize("mode", ["stall_stream", "cut_stream", "truncated_sse"])

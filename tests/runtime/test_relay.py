@@ -91,7 +91,6 @@ def first_fails(first: Callable[[], MockAnswer]) -> Callable[[MockRequest], Mock
     ("first", "reason"),
     [
         (fail(ConnectFailed("refused")), "connect"),
-        (fail(TimeoutError()), "timeout"),
         (lambda: MockAnswer(502, [b'{"error": {"message": "boom"}}']), "http_5xx"),
         (fail(UpstreamFailure("reset")), "protocol"),
     ],
@@ -131,10 +130,20 @@ async def test_client_error_is_not_retried() -> None:
 async def test_attempts_are_bounded_and_the_last_error_is_reported() -> None:
     relay, pools, upstream, _ = setup(lambda r: fail(TimeoutError())(), endpoints=(A, B, C), attempts=2)
     with pytest.raises(UpstreamTimeout):
-        await relay.send(chat(), pools.pools[0], {})
+        await relay.send(chat(stream=True), pools.pools[0], {})  # a stream's first event late: failover
     assert len(upstream.requests) == 2
     assert len({r.base_url for r in upstream.requests}) == 2  # never the same endpoint twice
     assert outstanding(pools) == [0, 0, 0]
+
+
+async def test_a_non_streaming_timeout_is_not_retried() -> None:
+    """No answer within total_s: the engine may have been generating all along; another try would run it twice."""
+    relay, pools, upstream, metrics = setup(lambda r: fail(TimeoutError())(), endpoints=(A, B), attempts=3)
+    with pytest.raises(UpstreamTimeout):
+        await relay.send(chat(), pools.pools[0], {})
+    assert len(upstream.requests) == 1
+    assert metrics.upstream_errors.labels("p", "timeout")._value.get() == 1
+    assert outstanding(pools) == [0, 0]
 
 
 async def test_no_endpoint_left_is_503() -> None:
