@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 
@@ -24,6 +25,25 @@ from specgate.controllers.capabilities import EngineFacts, mismatches
 from specgate.config import DiscoveryConfig, HealthConfig, ScrapeConfig
 
 __all__ = ["EndpointMonitor"]
+
+
+def _client(context: ssl.SSLContext | None, server_name: str | None) -> httpx.AsyncClient:
+    hooks = {}
+    if server_name:
+
+        async def sni(request: httpx.Request) -> None:
+            # Verify the certificate against (and send SNI for) the configured name, as the relay does.
+            request.extensions["sni_hostname"] = server_name
+
+        hooks["request"] = [sni]
+    return httpx.AsyncClient(
+        limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+        # The system's CAs by default, as the relay's client (httpx alone would use certifi's).
+        verify=context if context is not None else ssl.create_default_context(),
+        trust_env=False,
+        event_hooks=hooks,
+    )
+
 
 log = logging.getLogger("specgate.monitor")
 
@@ -53,7 +73,9 @@ class EndpointMonitor:
         }
         self._models = {p.name: p.config.model for p in pools.pools}
         self._sglang = {p.name for p in pools.pools if p.config.engine == "sglang"}
-        self._client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+        # One client per pool: its TLS settings are the relay's (backends/tls.py), and like the relay it ignores the
+        # HTTP(S)_PROXY variables, so that both reach (and judge) an endpoint the same way.
+        self._clients = {p.name: _client(p.ssl_context, p.config.tls.server_name) for p in pools.pools}
         self._tasks: list[asyncio.Task[None]] = []
         self._discovering: dict[Endpoint, asyncio.Task[None]] = {}
 
@@ -82,7 +104,7 @@ class EndpointMonitor:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
         self._discovering.clear()
-        await self._client.aclose()
+        await asyncio.gather(*(c.aclose() for c in self._clients.values()))
 
     async def discover_all(self) -> None:
         await asyncio.gather(*(self.discover(ep) for ep in self._pools.endpoints() if ep.healthy is not False))
@@ -92,10 +114,12 @@ class EndpointMonitor:
         if not self._discovery.enabled:
             return
         if ep.pool in self._sglang:
-            facts = await discover_sglang(self._client, ep.url, timeout_s=self._discovery.timeout_s, headers=ep.headers)
+            facts = await discover_sglang(
+                self._clients[ep.pool], ep.url, timeout_s=self._discovery.timeout_s, headers=ep.headers
+            )
         else:
             facts = await discover(
-                self._client,
+                self._clients[ep.pool],
                 ep.url,
                 self._models[ep.pool],
                 probe=self._discovery.probe,
@@ -140,7 +164,9 @@ class EndpointMonitor:
     async def check(self, ep: Endpoint) -> None:
         error: str | None = None
         try:
-            resp = await self._client.get(f"{ep.url}/health", headers=ep.headers, timeout=self._health.timeout_s)
+            resp = await self._clients[ep.pool].get(
+                f"{ep.url}/health", headers=ep.headers, timeout=self._health.timeout_s
+            )
             if resp.status_code != 200:
                 error = f"health check answered HTTP {resp.status_code}"
         except httpx.HTTPError as exc:
@@ -168,7 +194,9 @@ class EndpointMonitor:
         if ep.healthy is False:
             return
         try:
-            resp = await self._client.get(f"{ep.url}/metrics", headers=ep.headers, timeout=self._scrape.timeout_s)
+            resp = await self._clients[ep.pool].get(
+                f"{ep.url}/metrics", headers=ep.headers, timeout=self._scrape.timeout_s
+            )
             resp.raise_for_status()
             snap = parse_sglang_metrics(resp.text) if ep.pool in self._sglang else parse_vllm_metrics(resp.text)
         except (httpx.HTTPError, ValueError) as exc:

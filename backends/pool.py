@@ -7,10 +7,12 @@ A `PoolSet` maps served model names to pools. State changes happen on the event 
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from specgate.backends.tls import ssl_context
 from specgate.backends.vllm_metrics import EngineSnapshot
 from specgate.controllers.attribution import InFlightShares
 from specgate.controllers.breaker import BreakerSettings, CircuitBreaker
@@ -94,6 +96,8 @@ class Pool:
     endpoints: list[Endpoint]
     stale_after_s: float
     _rotation: int = field(default=0)
+    # The pool's TLS settings (backends/tls.py), shared by the relay and the monitor; None: the defaults.
+    ssl_context: ssl.SSLContext | None = None
 
     @property
     def name(self) -> str:
@@ -154,6 +158,7 @@ class PoolSet:
                     for url in p.endpoints
                 ],
                 stale,
+                ssl_context=ssl_context(p.tls) if p.tls.configured else None,
             )
             for p in config.pools
         ]

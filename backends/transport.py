@@ -13,6 +13,7 @@ logic without sockets.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -52,6 +53,8 @@ class UpstreamTransport(Protocol):
         connect_s: float,
         head_s: float,
         idle_expiry_s: float | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        server_name: str | None = None,
     ) -> UpstreamResponse: ...
 
     def close(self) -> None: ...
@@ -126,6 +129,8 @@ class MockUpstream:
         connect_s: float,
         head_s: float,
         idle_expiry_s: float | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        server_name: str | None = None,
     ) -> MockAnswer:
         if self.closed:
             raise RuntimeError("transport used after close")

@@ -20,6 +20,7 @@ import time
 from urllib.parse import urlsplit
 
 import httptools
+from specgate.backends.tls import tls_error
 
 __all__ = ["ConnectFailed", "Response", "StaleConnection", "UpstreamClient", "UpstreamFailure"]
 
@@ -106,7 +107,9 @@ class _Connection(asyncio.Protocol):
         if self.headers_done and not self.complete and not self.length_known and self.error is None and exc is None:
             self.complete = True  # body delimited by the end of the connection (a clean close; a reset is not one)
         elif not self.complete:
-            self._fail(UpstreamFailure("upstream closed the connection before the answer was complete"))
+            # A TLS alert (TLS 1.3 servers refuse a missing client certificate after the handshake) says why.
+            why = f": {tls_error(exc)}" if isinstance(exc, ssl.SSLError) else ""
+            self._fail(UpstreamFailure(f"upstream closed the connection before the answer was complete{why}"))
         self._wake()
 
     def pause_writing(self) -> None:  # asyncio requires these; request bodies are written whole
@@ -298,13 +301,17 @@ class Response:
 class _Origin:
     """Connections to one scheme://host:port."""
 
-    def __init__(self, url: str, max_idle: int, ssl_context: ssl.SSLContext | None) -> None:
+    def __init__(
+        self, url: str, max_idle: int, ssl_context: ssl.SSLContext | None, server_name: str | None = None
+    ) -> None:
         parts = urlsplit(url)
         self.loop = asyncio.get_running_loop()
         self.host = parts.hostname or ""
         tls = parts.scheme == "https"
         self.port = parts.port or (443 if tls else 80)
         self.ssl = (ssl_context or ssl.create_default_context()) if tls else None
+        # The name the certificate is checked against (and SNI), when the URL holds another (an IP address).
+        self.server_name = server_name or self.host
         default_port = parts.port is None
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.host_header = (host if default_port else f"{host}:{self.port}").encode("ascii")
@@ -341,9 +348,15 @@ class _Origin:
         try:
             async with asyncio.timeout(within_s):
                 await self.loop.create_connection(
-                    lambda: conn, self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.ssl else None
+                    lambda: conn,
+                    self.host,
+                    self.port,
+                    ssl=self.ssl,
+                    server_hostname=self.server_name if self.ssl else None,
                 )
-        except (OSError, TimeoutError, ssl.SSLError) as exc:
+        except ssl.SSLError as exc:
+            raise ConnectFailed(f"TLS with {self.host}:{self.port} failed: {tls_error(exc)}") from None
+        except (OSError, TimeoutError) as exc:
             raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {type(exc).__name__}") from None
         return conn
 
@@ -375,10 +388,11 @@ class UpstreamClient:
         self._idle_expiry_s = idle_expiry_s
         self._ssl = ssl_context
 
-    def _origin(self, base_url: str) -> _Origin:
+    def _origin(self, base_url: str, ssl_context: ssl.SSLContext | None, server_name: str | None) -> _Origin:
         origin = self._origins.get(base_url)
         if origin is None:
-            origin = self._origins[base_url] = _Origin(base_url, self._max_idle, self._ssl)
+            origin = _Origin(base_url, self._max_idle, ssl_context or self._ssl, server_name)
+            self._origins[base_url] = origin
         return origin
 
     async def post(
@@ -391,6 +405,8 @@ class UpstreamClient:
         connect_s: float,
         head_s: float,
         idle_expiry_s: float | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        server_name: str | None = None,
     ) -> Response:
         """POST `body` to base_url + path; returns once the answer's head is in.
 
@@ -400,8 +416,9 @@ class UpstreamClient:
         Kept-alive connections idle for longer than `idle_expiry_s` (default: the client's), or already closed by the
         engine, are not reused: keep it below the engine's own keep-alive (vLLM closes idle connections after 5 s,
         `VLLM_HTTP_TIMEOUT_KEEP_ALIVE`), so that the engine never closes one as it is being reused.
+        `ssl_context` and `server_name` (a pool's TLS settings) apply from the first call for a base URL.
         """
-        origin = self._origin(base_url)
+        origin = self._origin(base_url, ssl_context, server_name)
         payload = b"POST %s%s HTTP/1.1\r\nhost: %s\r\ncontent-length: %d\r\n%s\r\n" % (
             origin.prefix,
             path.encode("ascii"),

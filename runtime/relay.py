@@ -256,6 +256,8 @@ class Relay:
                     connect_s=t.connect_s,
                     head_s=head_s,
                     idle_expiry_s=p.upstream_idle_s or t.upstream_idle_s,
+                    ssl_context=pool.ssl_context,
+                    server_name=p.tls.server_name,
                 )
                 if response.status >= 400:
                     raw = await response.read(_MAX_ERROR_BODY, _left(started, head_s))

@@ -233,6 +233,33 @@ class UpstreamAuthConfig(_Strict):
         return out
 
 
+class UpstreamTlsConfig(_Strict):
+    """How the pool's https:// endpoints are verified, and the client certificate they want (mTLS). The relay, the
+    health checks, the scrapes and discovery all use it."""
+
+    # CA bundle the engines' certificates chain to (default: the system's CAs).
+    ca_file: Path | None = None
+    # A client certificate and its key (PEM), for engines that require one.
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    # The name to verify the certificate against (and send as SNI) when the endpoint URL holds another (an IP).
+    server_name: str | None = None
+
+    @model_validator(mode="after")
+    def _files(self) -> UpstreamTlsConfig:
+        for name in ("ca_file", "cert_file", "key_file"):
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{name}: {path} is not a readable file")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        return self
+
+    @property
+    def configured(self) -> bool:
+        return any(v is not None for v in (self.ca_file, self.cert_file, self.server_name))
+
+
 class PoolConfig(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
     model: Annotated[str, Field(min_length=1, max_length=256)]
@@ -241,6 +268,7 @@ class PoolConfig(_Strict):
     endpoints: Annotated[list[str], Field(min_length=1)]
     speculation: SpeculationConfig = SpeculationConfig()
     auth: UpstreamAuthConfig = UpstreamAuthConfig()
+    tls: UpstreamTlsConfig = UpstreamTlsConfig()
     # This pool's engines' keep-alive is shorter than timeouts.upstream_idle_s allows for: reuse below it.
     upstream_idle_s: Annotated[float | None, Field(gt=0)] = None
     # This pool's own timeouts.first_byte_s / timeouts.total_s (a slow model, long prompts).
