@@ -55,6 +55,8 @@ class UpstreamTransport(Protocol):
         idle_expiry_s: float | None = None,
         ssl_context: ssl.SSLContext | None = None,
         server_name: str | None = None,
+        max_connections: int | None = None,
+        on_queued: Callable[[], None] | None = None,
     ) -> UpstreamResponse: ...
 
     def close(self) -> None: ...
@@ -131,6 +133,8 @@ class MockUpstream:
         idle_expiry_s: float | None = None,
         ssl_context: ssl.SSLContext | None = None,
         server_name: str | None = None,
+        max_connections: int | None = None,
+        on_queued: Callable[[], None] | None = None,
     ) -> MockAnswer:
         if self.closed:
             raise RuntimeError("transport used after close")

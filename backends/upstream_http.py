@@ -17,12 +17,14 @@ import re
 import socket
 import ssl
 import time
+from collections import deque
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httptools
 from specgate.backends.tls import tls_error
 
-__all__ = ["ConnectFailed", "Response", "StaleConnection", "UpstreamClient", "UpstreamFailure"]
+__all__ = ["ConnectFailed", "ConnectionLimit", "Response", "StaleConnection", "UpstreamClient", "UpstreamFailure"]
 
 # Stop reading from the socket while this much of a streamed body waits for the relay to take it.
 _HIGH_WATER = 256 * 1024
@@ -36,6 +38,11 @@ class UpstreamFailure(Exception):
 
 class ConnectFailed(UpstreamFailure):
     """No connection could be made (refused, unreachable, DNS, TLS handshake, or the connect timeout)."""
+
+
+class ConnectionLimit(UpstreamFailure):
+    """Every connection the endpoint may have (`max_connections`) stayed busy for the connect timeout. The request
+    was not sent."""
 
 
 class StaleConnection(UpstreamFailure):
@@ -74,6 +81,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.waiter: asyncio.Future[None] | None = None
         self.idle_since = 0.0
+        # Holds one of the origin's connection slots until it is gone (`_Origin.forget`).
+        self.slot = False
         # An answer with neither Content-Length nor chunked coding ends when the connection closes.
         self.length_known = False
         self.keep_alive = False
@@ -319,12 +328,21 @@ class _Origin:
         self.max_idle = max_idle
         # An ordered set: popitem() gives the most recently used connection (warm), the oldest expire.
         self.idle: dict[_Connection, None] = {}
+        # Connections open or being opened, against the per-origin cap (None: no cap), and who waits for one.
+        self.open = 0
+        self.limit: int | None = None
+        self.waiters: deque[asyncio.Future[None]] = deque()
 
     def is_idle(self, conn: _Connection) -> bool:
         return conn in self.idle
 
     def forget(self, conn: _Connection) -> None:
+        """The connection is gone (closed by either side): its slot is free."""
         self.idle.pop(conn, None)
+        if conn.slot:
+            conn.slot = False
+            self.open -= 1
+            self._wake_one()
 
     def release(self, conn: _Connection) -> None:
         if len(self.idle) >= self.max_idle:
@@ -332,6 +350,31 @@ class _Origin:
             return
         conn.idle_since = time.monotonic()
         self.idle[conn] = None
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def may_open(self) -> bool:
+        return self.limit is None or self.open < self.limit
+
+    async def wait_turn(self, deadline: float) -> None:
+        """Until a connection is given back or closed; ConnectionLimit at `deadline` (loop time)."""
+        waiter = self.loop.create_future()
+        self.waiters.append(waiter)
+        timer = self.loop.call_at(deadline, _expire, waiter)
+        try:
+            await waiter
+        except TimeoutError:
+            raise ConnectionLimit(
+                f"all {self.limit} connections to {self.host}:{self.port} stayed busy; the request was not sent"
+            ) from None
+        finally:
+            timer.cancel()
 
     def take_idle(self, idle_expiry_s: float) -> _Connection | None:
         now = time.monotonic()
@@ -345,6 +388,8 @@ class _Origin:
 
     async def connect(self, within_s: float) -> _Connection:
         conn = _Connection(self)
+        conn.slot = True
+        self.open += 1
         try:
             async with asyncio.timeout(within_s):
                 await self.loop.create_connection(
@@ -355,9 +400,14 @@ class _Origin:
                     server_hostname=self.server_name if self.ssl else None,
                 )
         except ssl.SSLError as exc:
+            self.forget(conn)
             raise ConnectFailed(f"TLS with {self.host}:{self.port} failed: {tls_error(exc)}") from None
         except (OSError, TimeoutError) as exc:
+            self.forget(conn)
             raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {type(exc).__name__}") from None
+        except BaseException:
+            self.forget(conn)
+            raise
         return conn
 
     def close(self) -> None:
@@ -407,6 +457,8 @@ class UpstreamClient:
         idle_expiry_s: float | None = None,
         ssl_context: ssl.SSLContext | None = None,
         server_name: str | None = None,
+        max_connections: int | None = None,
+        on_queued: Callable[[], None] | None = None,
     ) -> Response:
         """POST `body` to base_url + path; returns once the answer's head is in.
 
@@ -417,8 +469,11 @@ class UpstreamClient:
         engine, are not reused: keep it below the engine's own keep-alive (vLLM closes idle connections after 5 s,
         `VLLM_HTTP_TIMEOUT_KEEP_ALIVE`), so that the engine never closes one as it is being reused.
         `ssl_context` and `server_name` (a pool's TLS settings) apply from the first call for a base URL.
+        With `max_connections`, a request finding them all busy waits (in order) for one to come back, up to
+        `connect_s`, then raises ConnectionLimit; `on_queued` is called when it has to wait.
         """
         origin = self._origin(base_url, ssl_context, server_name)
+        origin.limit = max_connections
         payload = b"POST %s%s HTTP/1.1\r\nhost: %s\r\ncontent-length: %d\r\n%s\r\n" % (
             origin.prefix,
             path.encode("ascii"),
@@ -426,10 +481,17 @@ class UpstreamClient:
             len(body),
             _header_lines(headers),
         )
-        conn = origin.take_idle(self._idle_expiry_s if idle_expiry_s is None else idle_expiry_s)
+        expiry = self._idle_expiry_s if idle_expiry_s is None else idle_expiry_s
+        deadline = origin.loop.time() + connect_s
+        queued = False
+        while (conn := origin.take_idle(expiry)) is None and not origin.may_open():
+            if not queued and on_queued is not None:
+                on_queued()
+            queued = True
+            await origin.wait_turn(deadline)
         reused = conn is not None
         if conn is None:
-            conn = await origin.connect(connect_s)
+            conn = await origin.connect(max(0.001, deadline - origin.loop.time()) if queued else connect_s)
         conn.start(payload, body)
         try:
             while not conn.headers_done:
@@ -445,6 +507,10 @@ class UpstreamClient:
             conn.abort()
             raise
         return Response(conn)
+
+    def open_connections(self) -> dict[str, int]:
+        """Connections open (or opening) per base URL."""
+        return {url: origin.open for url, origin in self._origins.items()}
 
     def close(self) -> None:
         for origin in self._origins.values():

@@ -356,7 +356,9 @@ class Gateway:
         return Response(orjson.dumps(body), status_code=status, media_type=_JSON, headers=headers)
 
     def metrics_response(self) -> Response:
+        connections = self.relay.open_connections()
         for ep in self.pools.endpoints():
+            self.metrics.upstream_connections.labels(ep.pool, ep.url).set(connections.get(ep.url, 0))
             self.metrics.endpoint_outstanding.labels(ep.pool, ep.url).set(ep.outstanding)
             state = {"closed": 0, "half_open": 1, "open": 2}[ep.breaker.state]
             self.metrics.circuit_state.labels(ep.pool, ep.url).set(state)

@@ -13,7 +13,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["ALERT_OUTCOMES", "TPOT_BUCKETS", "TTFT_BUCKETS", "UPSTREAM_ERROR_REASONS", "GatewayMetrics"]
 
-UPSTREAM_ERROR_REASONS = ("connect", "timeout", "http_5xx", "stream", "protocol", "stale_connection")
+UPSTREAM_ERROR_REASONS = (
+    "connect",
+    "timeout",
+    "http_5xx",
+    "stream",
+    "protocol",
+    "stale_connection",
+    "connection_limit",
+)
 ALERT_OUTCOMES = ("delivered", "rejected", "failed", "dropped")
 
 TTFT_BUCKETS = (
@@ -157,6 +165,18 @@ class GatewayMetrics:
         self.engine_accept_length = Gauge(
             "specgate_engine_spec_accept_length",
             "Mean tokens per verify step an engine reports as a gauge (SGLang's spec_accept_length), per endpoint.",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.upstream_connections = Gauge(
+            "specgate_upstream_connections",
+            "Connections open to the endpoint (in use or kept alive), at scrape time.",
+            ["pool", "endpoint"],
+            registry=r,
+        )
+        self.connection_waits = Counter(
+            "specgate_upstream_connection_waits",
+            "Requests that waited for a connection because the endpoint's pools[].max_connections were all busy.",
             ["pool", "endpoint"],
             registry=r,
         )

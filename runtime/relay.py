@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 import orjson
 from specgate.backends.pool import Endpoint, Pool
 from specgate.backends.transport import UpstreamResponse, UpstreamTransport
-from specgate.backends.upstream_http import ConnectFailed, StaleConnection, UpstreamClient, UpstreamFailure
+from specgate.backends.upstream_http import (
+    ConnectFailed,
+    ConnectionLimit,
+    StaleConnection,
+    UpstreamClient,
+    UpstreamFailure,
+)
 from specgate.controllers.picker import running_requests
 from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.requests import ParsedRequest
@@ -140,6 +146,11 @@ class Relay:
     async def aclose(self) -> None:
         self._client.close()
 
+    def open_connections(self) -> dict[str, int]:
+        """Connections open per endpoint URL (the real client's; none for other transports)."""
+        stats = getattr(self._client, "open_connections", None)
+        return stats() if callable(stats) else {}
+
     def _breaker_failure(self, endpoint: Endpoint) -> None:
         opens = endpoint.breaker.opens
         endpoint.breaker.on_failure(time.monotonic())
@@ -168,7 +179,9 @@ class Relay:
             try:
                 result = await self._try(req, body, headers, pool, endpoint)
             except _RetryableFailure as exc:
-                if exc.reason == "stale_connection" and not stale_retried:
+                if exc.reason == "connection_limit":
+                    endpoint.breaker.on_abandoned()  # busy, not broken
+                elif exc.reason == "stale_connection" and not stale_retried:
                     # A kept-alive connection the engine had just closed: the endpoint is fine, and may take the
                     # retry (once; it counts as one of the request's tries, in the retry metrics and the log).
                     stale_retried = True
@@ -258,6 +271,12 @@ class Relay:
                     idle_expiry_s=p.upstream_idle_s or t.upstream_idle_s,
                     ssl_context=pool.ssl_context,
                     server_name=p.tls.server_name,
+                    max_connections=p.max_connections,
+                    on_queued=(
+                        self._metrics.child(self._metrics.connection_waits, pool.name, endpoint.url).inc
+                        if p.max_connections
+                        else None
+                    ),
                 )
                 if response.status >= 400:
                     raw = await response.read(_MAX_ERROR_BODY, _left(started, head_s))
@@ -280,6 +299,8 @@ class Relay:
                         t.stream_idle_s,
                         batch_at_dispatch=batch,
                     )
+            except ConnectionLimit as exc:
+                raise _RetryableFailure("connection_limit", NoHealthyEndpoint(str(exc))) from None
             except StaleConnection as exc:
                 raise _RetryableFailure("stale_connection", UpstreamError(f"upstream failed: {exc}")) from None
             except ConnectFailed as exc:

@@ -271,6 +271,9 @@ class PoolConfig(_Strict):
     tls: UpstreamTlsConfig = UpstreamTlsConfig()
     # This pool's engines' keep-alive is shorter than timeouts.upstream_idle_s allows for: reuse below it.
     upstream_idle_s: Annotated[float | None, Field(gt=0)] = None
+    # Connections the gateway may hold open to each endpoint of the pool; beyond it requests wait (up to
+    # timeouts.connect_s) for one to come back, then go to another endpoint. None: no cap.
+    max_connections: Annotated[int | None, Field(ge=1)] = None
     # This pool's own timeouts.first_byte_s / timeouts.total_s (a slow model, long prompts).
     first_byte_s: Annotated[float | None, Field(gt=0)] = None
     total_s: Annotated[float | None, Field(gt=0)] = None

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from specgate.backends.upstream_http import ConnectFailed, Response, StaleConnection, UpstreamClient, UpstreamFailure
+from specgate.backends.upstream_http import (
+    ConnectFailed,
+    ConnectionLimit,
+    Response,
+    StaleConnection,
+    UpstreamClient,
+    UpstreamFailure,
+)
 
 HEAD_OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
 
@@ -403,3 +410,43 @@ async def test_tls(tmp_path: Path) -> None:
         trusted = UpstreamClient(ssl_context=ssl.create_default_context(cafile=str(cert)))
         assert await post(trusted, server.url) == (200, b'{"n": 2}')
         trusted.close()
+
+
+async def test_a_connection_cap_queues_requests_in_order_and_times_out_without_sending() -> None:
+    release = asyncio.Event()
+
+    async def held(seen: Seen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        if seen.body == b"hold":
+            await release.wait()
+        return await json_answer(seen, reader, writer)
+
+    async with serve(held) as server:
+        c = client()
+        waits: list[int] = []
+
+        async def send(body: bytes, connect_s: float = 2) -> tuple[int, bytes]:
+            r = await c.post(
+                server.url, "/v1/completions", body, {}, connect_s=connect_s, head_s=5,
+                max_connections=2, on_queued=lambda: waits.append(1),
+            )  # fmt: skip
+            try:
+                return r.status, await r.read(1 << 20, 5)
+            finally:
+                r.close()
+
+        busy = [asyncio.create_task(send(b"hold")) for _ in range(2)]
+        await asyncio.sleep(0.1)
+        assert c.open_connections() == {server.url: 2}
+        with pytest.raises(ConnectionLimit):  # both busy for the whole connect timeout: never sent
+            await send(b"late", connect_s=0.2)
+        assert len(server.requests) == 2 and len(waits) == 1
+        queued = asyncio.create_task(send(b"{}"))
+        await asyncio.sleep(0.1)
+        assert not queued.done() and len(server.requests) == 2
+        release.set()
+        assert await queued == (200, b'{"n": 2}') and [await t for t in busy] == [(200, b'{"n": 4}')] * 2
+        assert server.connections == 2  # the queued request took a connection given back
+        assert c.open_connections() == {server.url: 2}
+        c.close()
+        await asyncio.sleep(0.05)
+        assert c.open_connections() == {}

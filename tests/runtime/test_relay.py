@@ -278,3 +278,19 @@ async def test_the_engines_retry_after_reaches_the_client() -> None:
     with pytest.raises(NoHealthyEndpoint) as busy:
         await relay.send(chat(), pools.pools[0], {})
     assert busy.value.headers()["retry-after"] == "30"
+
+
+async def test_a_busy_endpoint_at_its_connection_cap_hands_the_request_to_another() -> None:
+    from specgate.backends.upstream_http import ConnectionLimit
+
+    relay, pools, upstream, metrics = setup(
+        by_endpoint(a=fail(ConnectionLimit("all 2 busy")), b=lambda: MockAnswer(200, [OK_BODY])), attempts=2
+    )
+    for _ in range(4):
+        result = await relay.send(chat(), pools.pools[0], {})
+        assert isinstance(result, RelayResult) and result.endpoint.url == B
+    tried_a = sum(1 for r in upstream.requests if r.base_url == A)
+    assert tried_a >= 1  # the picker rotates: A was tried first at least once
+    assert metrics.upstream_errors.labels("p", "connection_limit")._value.get() == tried_a
+    a = pools.pools[0].endpoints[0]
+    assert a.healthy is not False and a.breaker.state == "closed"  # busy, not broken: never ejected
