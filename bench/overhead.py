@@ -96,9 +96,11 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
     upstream = f"http://127.0.0.1:{upstream_port}"
     if name.startswith("specgate"):
         # Variants isolate a feature's cost: -noclassify (no rule needs the classifier), -nok (no per-request k
-        # shaping: the pool runs the engine's own k), -bare (both off).
-        classify = name in ("specgate", "specgate-nok")
-        shape_k = name in ("specgate", "specgate-noclassify")
+        # shaping: the pool runs the engine's own k), -bare (both off). -aiohttp / -httpx: everything on, the relay on
+        # that library's client instead of the own one (bench/library_transports.py).
+        transport = name.removeprefix("specgate-") if name in ("specgate-aiohttp", "specgate-httpx") else None
+        classify = name in ("specgate", "specgate-nok") or transport is not None
+        shape_k = name in ("specgate", "specgate-noclassify") or transport is not None
         routes = (
             [{"name": "code", "match": [{"classes": ["code"]}]}, {"name": "chat"}] if classify else [{"name": "chat"}]
         )
@@ -121,6 +123,9 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
             )
         )
         cmd = [sys.executable, "-m", "specgate", "serve", "--config", str(config)]
+        if transport is not None:
+            library = str(ROOT / "bench" / "library_transports.py")
+            cmd = [sys.executable, library, "--transport", transport, "--config", str(config)]
         version = version_of(Path(sys.executable), "specgate")
     elif name == "litellm":
         python = venv_python("litellm")
