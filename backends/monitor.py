@@ -107,7 +107,9 @@ class EndpointMonitor:
         await asyncio.gather(*(c.aclose() for c in self._clients.values()))
 
     async def discover_all(self) -> None:
-        await asyncio.gather(*(self.discover(ep) for ep in self._pools.endpoints() if ep.healthy is not False))
+        # Not those being discovered in the background already: two rounds of probes at once blur each other.
+        todo = [ep for ep in self._pools.endpoints() if ep.healthy is not False and ep not in self._discovering]
+        await asyncio.gather(*(self.discover(ep) for ep in todo))
 
     async def discover(self, ep: Endpoint) -> None:
         """Learn the endpoint's capabilities and compare them with its pool's config. Never raises."""
