@@ -92,7 +92,9 @@ FULL=$WORK/venv-full
 "$PY" -m venv --without-pip "$FULL"
 # Pinned to the versions the test suite runs with (.venv), so that the smoke test checks the wheel, not PyPI.
 "$PY" -m pip freeze --exclude-editable | grep -E '^[A-Za-z0-9._-]+==' >"$WORK/constraints.txt"
-if ! "$PY" -m pip --python "$FULL/bin/python" install -q -c "$WORK/constraints.txt" "$WHEEL" >"$WORK/install.log" 2>&1; then
+# With the otlp extra, as the Docker image installs it (Dockerfile: pip install ".[otlp]"); no Docker engine runs
+# here, so this venv stands in for the image's environment.
+if ! "$PY" -m pip --python "$FULL/bin/python" install -q -c "$WORK/constraints.txt" "$WHEEL[otlp]" >"$WORK/install.log" 2>&1; then
     cat "$WORK/install.log"
     fail "pip install of the wheel with its dependencies"
 fi
@@ -118,6 +120,11 @@ EOF
 out=$("$FULL/bin/specgate" check-config specgate.yaml 2>&1) || fail "specgate check-config: $out"
 [[ $out == *": ok"* ]] || fail "specgate check-config: $out"
 pass "specgate check-config (loads the bundled classifier model): $out"
+
+# The image's tracing exporters are there: a config asking for OTLP loads (it is refused where they are missing).
+printf 'pools: [{name: p, model: m, endpoints: ["http://127.0.0.1:9"]}]\ntracing: {exporter: otlp-grpc}\n' >"$RUN/otlp.yaml"
+out=$("$FULL/bin/specgate" check-config otlp.yaml 2>&1) || fail "specgate check-config with an OTLP exporter: $out"
+pass "OTLP exporters installed with the otlp extra (the image's install): $out"
 
 out=$("$FULL/bin/specgate" dashboards check 2>&1) || fail "specgate dashboards check: $out"
 [[ $out == *"dashboards: ok"* ]] || fail "specgate dashboards check: $out"
