@@ -46,7 +46,9 @@ class EngineSpec:
     served_name: str = DEFAULT_SERVED_NAME
     host: str = "127.0.0.1"
     port: int = 8100
-    # "ngram" (max_k drafts from prompt look-up), "draft_model" (a small model drafts) or "none".
+    # "ngram" (max_k drafts from prompt look-up), "draft_model" (a small model drafts), "speculators" (model_dir is a
+    # Red Hat Speculators checkpoint: vLLM reads the verifier, the method and k from it; max_k must say its k) or
+    # "none".
     speculation: str = "ngram"
     max_k: int = 4
     # The drafter of "draft_model" (default: the target itself, which accepts everything).
@@ -121,14 +123,17 @@ def engine_command(spec: EngineSpec) -> list[str]:
             "model": str(spec.draft_model_dir or spec.model_dir),
             "num_speculative_tokens": spec.max_k,
         }
-    elif spec.speculation == "none":
+    elif spec.speculation in ("none", "speculators"):
         config = {}
     else:
-        raise ValueError(f"unknown speculation {spec.speculation!r}: expected 'ngram', 'draft_model' or 'none'")
+        raise ValueError(
+            f"unknown speculation {spec.speculation!r}: expected 'ngram', 'draft_model', 'speculators' or 'none'"
+        )
     if config and spec.k_per_batch_size:
         config["num_speculative_tokens_per_batch_size"] = [list(row) for row in spec.k_per_batch_size]
     if config:
         cmd += ["--speculative-config", json.dumps(config)]
+    if spec.speculation != "none":
         if spec.per_request_metrics:
             # detailed: the drafts and acceptances of every step, which a k schedule makes vary (the gateway
             # learns acceptance per k from them; backends/vllm_response.py).

@@ -143,10 +143,15 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def _engine_spec(args: argparse.Namespace) -> Any:
     from specgate.backends.launcher import DEFAULT_MODEL_DIR, EngineSpec, parse_k_per_batch_size
-    from specgate.backends.testbed import TINY_MODEL_DIR, ensure_knee_model
+    from specgate.backends.testbed import TINY_MODEL_DIR, ensure_eagle3_checkpoint, ensure_knee_model
 
     draft_dir = None
-    if args.model is not None:
+    speculation, max_k = args.speculation, args.max_k
+    if args.testbed == "eagle3":
+        # The checkpoint names its verifier and its k (3): vLLM serves the tiny model with the EAGLE-3 head.
+        model_dir = Path(args.model) if args.model else ensure_eagle3_checkpoint()
+        speculation, max_k = "speculators", 3
+    elif args.model is not None:
         model_dir = Path(args.model)
     elif args.testbed == "knee":
         model_dir = ensure_knee_model()  # generated on first use (seconds), kept under models/
@@ -160,8 +165,8 @@ def _engine_spec(args: argparse.Namespace) -> Any:
         served_name=args.served_name or f"specgate-{args.testbed}",
         host=args.host,
         port=args.port,
-        speculation=args.speculation,
-        max_k=args.max_k,
+        speculation=speculation,
+        max_k=max_k,
         plugin=not args.no_plugin,
         otlp_traces_endpoint=args.otlp_traces_endpoint,
     )

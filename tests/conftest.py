@@ -92,6 +92,26 @@ def draft_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpe
     yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_DRAFT_ENGINE_URL", speculation="draft_model")
 
 
+@pytest.fixture(scope="session")
+def eagle3_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
+    """A real vLLM server started from a Red Hat Speculators EAGLE-3 checkpoint made for the tiny model
+    (backends/testbed.py): vLLM takes the verifier (the tiny model) and k = 3 from the checkpoint. The head is
+    untrained: it drafts, and nothing is accepted.
+
+    SPECGATE_TEST_EAGLE3_ENGINE_URL reuses one started with `specgate engine up --testbed eagle3 --served-name
+    specgate-tiny`.
+    """
+    from specgate.backends.testbed import ensure_eagle3_checkpoint
+
+    yield from _engine_fixture(
+        tmp_path_factory,
+        "SPECGATE_TEST_EAGLE3_ENGINE_URL",
+        model_dir=ensure_eagle3_checkpoint(),
+        speculation="speculators",
+        max_k=3,
+    )
+
+
 class GatewayServer:
     def __init__(self, config: GatewayConfig, span_exporter: SpanExporter | None = None) -> None:
         self.config = config
