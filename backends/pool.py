@@ -127,9 +127,12 @@ class Pool:
         }
 
     def acceptance_from(self, ep: Endpoint) -> str:
-        """Where a route's acceptance at this endpoint is learnt: "per_request" (each answer's speculation metrics) or
-        "counters" (the engine's counters shared between routes, controllers/attribution.py). `auto` takes the
-        counters only where discovery found the answers without metrics."""
+        """Where a route's acceptance at this endpoint is learnt: "per_request" (each answer's speculation metrics),
+        "counters" (the engine's counters shared between routes, controllers/attribution.py) or, for SGLang,
+        "pool_gauge" (only the pool's mean, exported, no route's own). `auto` takes the counters only where discovery
+        found the answers without metrics."""
+        if self.config.engine == "sglang":
+            return "pool_gauge"  # neither per-request figures nor counters (backends/sglang.py)
         source = self.config.speculation.acceptance_from
         if source != "auto":
             return source

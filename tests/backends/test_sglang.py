@@ -49,7 +49,7 @@ def test_an_sglang_pool_is_discovered_relayed_and_picked_by_its_load(
     caps = ep["capabilities"]
     assert (caps["engine"], caps["version"], caps["models"]) == ("sglang", "0.5.5", ["m"])
     assert (caps["speculation"], caps["max_k"], caps["plugin"], caps["per_request_metrics"]) == (True, 3, False, False)
-    assert ep["mismatches"] == [] and caps["error"] is None
+    assert ep["mismatches"] == [] and caps["error"] is None and ep["acceptance_from"] == "pool_gauge"
     r = httpx.post(f"{gw.url}/v1/completions", json={"model": "m", "prompt": "hi", "max_tokens": 1}, timeout=10)
     assert r.status_code == 200 and r.json()["choices"][0]["text"] == " fake"
     assert r.headers["x-specgate-k"] == "3" and fake.hits == 1  # its own k: no cap is sent or claimed
