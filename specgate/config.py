@@ -141,6 +141,21 @@ class SpeculationConfig(_Strict):
         return self
 
 
+def _secret_from_environment(data: Any, key: str) -> Any:
+    """`KEY_env: NAME` in raw config data -> `KEY: $NAME`, read when the config is loaded (a config error when NAME is
+    not set, or when both are given)."""
+    env_key = f"{key}_env"
+    if not isinstance(data, dict) or data.get(env_key) is None:
+        return data
+    if data.get(key) is not None:
+        raise ValueError(f"set {key} or {env_key}, not both")
+    name = data[env_key]
+    raw = os.environ.get(name) if isinstance(name, str) else None
+    if not raw:
+        raise ValueError(f"{env_key}: the environment variable {name} is not set")
+    return {**data, key: raw}
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -207,15 +222,7 @@ class UpstreamAuthConfig(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _key_from_environment(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("api_key_env") is None:
-            return data
-        if data.get("api_key") is not None:
-            raise ValueError("set api_key or api_key_env, not both")
-        name = data["api_key_env"]
-        raw = os.environ.get(name) if isinstance(name, str) else None
-        if not raw:
-            raise ValueError(f"api_key_env: the environment variable {name} is not set")
-        return {**data, "api_key": raw}
+        return _secret_from_environment(data, "api_key")
 
     @model_validator(mode="after")
     def _printable_key(self) -> UpstreamAuthConfig:
@@ -636,15 +643,7 @@ class GatewayConfig(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _admin_key_from_environment(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("admin_key_env") is None:
-            return data
-        if data.get("admin_key") is not None:
-            raise ValueError("set admin_key or admin_key_env, not both")
-        name = data["admin_key_env"]
-        raw = os.environ.get(name) if isinstance(name, str) else None
-        if not raw:
-            raise ValueError(f"admin_key_env: the environment variable {name} is not set")
-        return {**data, "admin_key": raw}
+        return _secret_from_environment(data, "admin_key")
 
     @model_validator(mode="after")
     def _admin_api_is_not_open_to_the_network(self) -> GatewayConfig:
