@@ -162,6 +162,31 @@ class HttpxTransport:
         _spawn(self._client.aclose())
 
 
+class ModuleTransport:
+    """The own client as another version of backends/upstream_http.py left it (a file, e.g. from `git show
+    REV:backends/upstream_http.py`), for a before/after comparison in one run. Keyword arguments that version does
+    not know are dropped."""
+
+    def __init__(self, path: str) -> None:
+        import importlib.util
+        import inspect
+
+        spec = importlib.util.spec_from_file_location("specgate_upstream_http_other", path)
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self._client = module.UpstreamClient()
+        self._known = set(inspect.signature(self._client.post).parameters)
+
+    async def post(self, base_url: str, path: str, body: bytes, headers: dict[str, str], **kwargs: Any) -> Any:
+        known = {k: v for k, v in kwargs.items() if k in self._known}
+        return await self._client.post(base_url, path, body, headers, **known)
+
+    def close(self) -> None:
+        self._client.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """`specgate serve` with the relay's transport replaced (the rest as in production)."""
     import uvicorn
@@ -171,13 +196,19 @@ def main(argv: list[str] | None = None) -> int:
     from specgate.config import load_config
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--transport", choices=["aiohttp", "httpx"], required=True)
+    parser.add_argument("--transport", required=True, help="aiohttp, httpx, or file:PATH (another upstream_http.py)")
     parser.add_argument("--config", required=True)
     args = parser.parse_args(argv)
     config = load_config(args.config)
     setup_logging(config.logging.level)
     app = create_app(config)
-    app.state.gateway.relay._client = AiohttpTransport() if args.transport == "aiohttp" else HttpxTransport()
+    transports = {"aiohttp": AiohttpTransport, "httpx": HttpxTransport}
+    if args.transport.startswith("file:"):
+        app.state.gateway.relay._client = ModuleTransport(args.transport.removeprefix("file:"))
+    elif args.transport in transports:
+        app.state.gateway.relay._client = transports[args.transport]()
+    else:
+        parser.error(f"unknown transport {args.transport!r}")
     uvicorn.run(
         app,
         host=config.server.host,

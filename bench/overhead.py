@@ -99,6 +99,9 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
         # shaping: the pool runs the engine's own k), -bare (both off). -aiohttp / -httpx: everything on, the relay on
         # that library's client instead of the own one (bench/library_transports.py).
         transport = name.removeprefix("specgate-") if name in ("specgate-aiohttp", "specgate-httpx") else None
+        if name.startswith("specgate-file:"):
+            # Another version of the own client (a path to an upstream_http.py): before/after in one run.
+            transport = name.removeprefix("specgate-")
         classify = name in ("specgate", "specgate-nok") or transport is not None
         shape_k = name in ("specgate", "specgate-noclassify") or transport is not None
         routes = (
