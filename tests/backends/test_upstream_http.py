@@ -4,6 +4,7 @@ request as the test says (keep-alive, chunked, close-delimited, stalls, garbage,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 import struct
@@ -450,3 +451,41 @@ async def test_a_connection_cap_queues_requests_in_order_and_times_out_without_s
         c.close()
         await asyncio.sleep(0.05)
         assert c.open_connections() == {}
+
+
+async def test_cancelling_towards_a_stuck_tls_peer_drops_the_connection_without_flushing(tmp_path: Path) -> None:
+    """A TLS engine that stopped reading, with megabytes of the request still unsent: giving up (here the head
+    timeout) must drop the connection at once (abort), not wait to flush the body and shut TLS down in order (close),
+    which a stuck peer would hold for ever. Seen from the engine: the connection breaks before the body is in."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    openssl = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    names = ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)]
+    await asyncio.to_thread(subprocess.run, [*openssl, *names], check=True, capture_output=True)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    body = b"x" * (16 << 20)
+    received: list[int] = []
+
+    async def stuck(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(1.0)  # not reading while the client gives up
+        got = 0
+        with contextlib.suppress(ConnectionError, ssl.SSLError, asyncio.IncompleteReadError):
+            while chunk := await asyncio.wait_for(reader.read(1 << 20), 2):
+                got += len(chunk)
+        received.append(got)
+        writer.close()
+
+    server = await asyncio.start_server(stuck, "127.0.0.1", 0, ssl=server_ctx)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    c = UpstreamClient(ssl_context=ssl.create_default_context(cafile=str(cert)))
+    try:
+        with pytest.raises(TimeoutError):
+            await c.post(url, "/v1/completions", body, {}, connect_s=2, head_s=0.3)
+        for _ in range(100):
+            if received:
+                break
+            await asyncio.sleep(0.05)
+        assert received and received[0] < len(body), received  # dropped, not flushed to the end
+    finally:
+        c.close()
+        server.close()
