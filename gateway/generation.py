@@ -32,6 +32,14 @@ from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.observe import StreamObserver, observe_body
 from specgate.runtime.relay import RelayResult, StreamRelay
 from specgate.runtime.requests import Api, ParsedRequest, parse_body
+from specgate.runtime.response_cache import (
+    CachedAnswer,
+    ResponseCache,
+    cache_control,
+    cache_key,
+    canonical_body,
+    deterministic,
+)
 from specgate.runtime.tracing import Tracing
 from starlette.types import Receive, Scope, Send
 
@@ -66,6 +74,15 @@ class GenerationDeps(Protocol):
 
     @property
     def tracing(self) -> Tracing: ...
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The response cache; None when off."""
+        ...
+
+    def route_cache(self, route: str) -> str:
+        """The route's cache setting: auto, always or off."""
+        ...
 
     async def authenticate(self, headers: Mapping[str, str]) -> str | None:
         """The tenant of the presented key (None: anonymous); raises Unauthorized."""
@@ -214,8 +231,14 @@ class GenerationHandler:
             raw = await self._read(receive, headers)
             parsed = parse_body(raw, api)
             stream = parsed.stream
+            # Taken before planning: the k the plan adds to the body must not split the cache.
+            canonical = canonical_body(parsed.body) if gw.cache is not None else None
             plan = gw.plan(parsed, headers, tenant)
             m.child(m.route_requests, plan.route).inc()
+            cache_key_, cache_header = self._cache_lookup(canonical, api, plan.route, tenant, parsed, headers)
+            if isinstance(cache_key_, CachedAnswer):
+                status = await self._replay(cache_key_, plan.route, limit_headers, answer)
+                return
             client_span = gw.tracing.client_span(
                 server_span, api, parsed.body, plan.route, plan.pool.name, plan.k, plan.explored
             )
@@ -231,6 +254,8 @@ class GenerationHandler:
             shown = {"x-specgate-route": plan.route, "x-specgate-k": str(plan.k)}
             if plan.schedule is not None:
                 shown["x-specgate-k-schedule"] = plan.schedule
+            if cache_header is not None:
+                shown["x-specgate-cache"] = cache_header
             out = _encode({**shown, **limit_headers})
             n = parsed.body.get("n") or 1
             endpoint = result.endpoint.url
@@ -253,9 +278,11 @@ class GenerationHandler:
                     gw.tracing.end_client(client_span, endpoint, obs, _json_or_none(body))
                     client_span = None
                 await answer.whole(status, body, _JSON, out)
+                if cache_key_ is not None and status == 200 and gw.cache is not None:
+                    gw.cache.put(cache_key_, status, body)
             else:
                 status = 200
-                await self._stream(result, plan, api, started, n, out, answer, tenant, seen)
+                await self._stream(result, plan, api, started, n, out, answer, tenant, seen, cache_key_)
         except GatewayError as exc:
             if answer.started:  # cannot happen (streams report failures in-band); never send a second head
                 log.error("error after the answer started", extra={"request_id": rid, "error": exc.message})
@@ -309,6 +336,7 @@ class GenerationHandler:
         answer: _Answer,
         tenant: str | None,
         seen: list[Observation],
+        cache_key_: bytes | None = None,
     ) -> None:
         gw = self._gw
         gw.metrics.child(gw.metrics.ttft, relay.pool.name).observe(time.monotonic() - started)
@@ -328,17 +356,62 @@ class GenerationHandler:
             done,
             chat=api == "chat",
         )
+        kept: list[bytes] | None = [] if cache_key_ is not None else None
         try:
             await answer.start(200, [*_SSE_HEADERS, *headers])
             while (events := await relay.next_events()) is not None:
                 out = observer.take(events)
                 if out:
                     await answer.chunk(out)
+                    if kept is not None:
+                        kept.append(out)
         finally:
             relay.close()
             observer.finish()
+        if kept is not None and cache_key_ is not None and relay.outcome == "ok" and gw.cache is not None:
+            gw.cache.put(cache_key_, 200, None, tuple(kept))  # a whole stream only, as the client got it
         # After the observation is recorded: a client that has read the whole stream finds it in place.
         await answer.end()
+
+    def _cache_lookup(
+        self,
+        canonical: bytes | None,
+        api: Api,
+        route: str,
+        tenant: str | None,
+        parsed: ParsedRequest,
+        headers: Mapping[str, str],
+    ) -> tuple[bytes | CachedAnswer | None, str | None]:
+        """(the cached answer, or the key to keep the fresh one under, or None; the x-specgate-cache value)."""
+        gw = self._gw
+        cache = gw.cache
+        if cache is None or canonical is None:
+            return None, None
+        m = gw.metrics
+        mode = cache_control(headers.get("cache-control"))
+        setting = gw.route_cache(route)
+        if setting == "off" or mode == "bypass" or (setting == "auto" and not deterministic(parsed.body)):
+            m.child(m.cache_requests, route, "bypass").inc()
+            return None, "bypass"
+        key = cache_key(api, route, tenant, canonical)
+        hit = cache.get(key) if mode == "use" else None
+        if hit is not None:
+            m.child(m.cache_requests, route, "hit").inc()
+            return hit, "hit"
+        m.child(m.cache_requests, route, "miss").inc()
+        return key, "miss"
+
+    async def _replay(self, hit: CachedAnswer, route: str, limit_headers: dict[str, str], answer: _Answer) -> int:
+        """The kept answer, as the first client got it (a stream in the same events), without the engine."""
+        out = _encode({"x-specgate-route": route, "x-specgate-cache": "hit", **limit_headers})
+        if hit.body is not None:
+            await answer.whole(hit.status, hit.body, _JSON, out)
+            return hit.status
+        await answer.start(200, [*_SSE_HEADERS, *out])
+        for events in hit.events:
+            await answer.chunk(events)
+        await answer.end()
+        return 200
 
 
 def _json_or_none(body: bytes) -> dict[str, object] | None:

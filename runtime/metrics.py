@@ -180,6 +180,17 @@ class GatewayMetrics:
             ["pool", "endpoint"],
             registry=r,
         )
+        self.cache_requests = Counter(
+            "specgate_cache_requests",
+            "Generation requests by response-cache result: hit, miss (generated, then kept if complete), bypass.",
+            ["route", "result"],
+            registry=r,
+        )
+        self.cache_bytes = Gauge("specgate_cache_bytes", "Bytes of answers held in the response cache.", registry=r)
+        self.cache_entries = Gauge("specgate_cache_entries", "Answers held in the response cache.", registry=r)
+        self.cache_evictions = Counter(
+            "specgate_cache_evictions", "Answers dropped from the response cache to stay within its bounds.", registry=r
+        )
         self.endpoint_capability = Gauge(
             "specgate_endpoint_capability",
             "What discovery verified per endpoint (docs/engines.md): 1 present, 0 absent; no series while unknown. "

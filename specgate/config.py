@@ -353,6 +353,9 @@ class RouteConfig(_Strict):
     tpot_slo_s: Annotated[float | None, Field(gt=0)] = None
     # Pools this route may use (by name); None = every pool serving the request's model.
     pools: list[str] | None = None
+    # Response cache (when `cache.enabled`): auto = only answers the same request reproduces (temperature 0 or a
+    # fixed seed); always = every complete answer (the route accepts repeated samples); off = never.
+    cache: Literal["auto", "always", "off"] = "auto"
 
 
 class RoutingConfig(_Strict):
@@ -561,6 +564,17 @@ def _installed(module: str) -> bool:
         return False
 
 
+class CacheConfig(_Strict):
+    """Exact response cache (runtime/response_cache.py), in each replica's memory."""
+
+    enabled: bool = False
+    ttl_s: Annotated[float, Field(gt=0)] = 300.0
+    max_entries: Annotated[int, Field(ge=1)] = 10_000
+    max_bytes: Annotated[int, Field(ge=1)] = 64 * 1024 * 1024
+    # Larger answers are not kept.
+    max_entry_bytes: Annotated[int, Field(ge=1)] = 1024 * 1024
+
+
 class StateConfig(_Strict):
     """Where replicas share state (docs/replicas.md). No `redis_url`: in memory, one replica."""
 
@@ -626,6 +640,7 @@ class GatewayConfig(_Strict):
     health: HealthConfig = HealthConfig()
     scrape: ScrapeConfig = ScrapeConfig()
     discovery: DiscoveryConfig = DiscoveryConfig()
+    cache: CacheConfig = CacheConfig()
     logging: LoggingConfig = LoggingConfig()
     routing: RoutingConfig = RoutingConfig()
     classifier: ClassifierConfig = ClassifierConfig()
