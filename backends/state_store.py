@@ -49,6 +49,13 @@ class StateStore(ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         pass
 
+    # Shared response cache (runtime/shared_cache.py): in memory there is nothing to share (each replica has its own).
+    async def cache_get(self, key: bytes) -> bytes | None:
+        return None
+
+    async def cache_put(self, key: bytes, value: bytes, ttl_s: float) -> None:  # noqa: B027 - optional hook
+        pass
+
     @abstractmethod
     async def acquire_lease(self, ttl_s: float) -> str | None:
         """This replica's lease value (`<replica>:<token>`) when it leads after this call, else None."""
@@ -293,6 +300,13 @@ class RedisStateStore(StateStore):
 
     async def tenant_for_key(self, sha256: str) -> str | None:
         return self._text(await self._call(self._redis.hget(self._keys_hash, sha256)))
+
+    async def cache_get(self, key: bytes) -> bytes | None:
+        value = await self._call(self._redis.get(f"{self.config.namespace}:cache:{key.hex()}"))
+        return value if isinstance(value, bytes) else None
+
+    async def cache_put(self, key: bytes, value: bytes, ttl_s: float) -> None:
+        await self._call(self._redis.set(f"{self.config.namespace}:cache:{key.hex()}", value, px=int(ttl_s * 1000)))
 
 
 def make_store(config: StateConfig, replica_id: str | None = None) -> StateStore:

@@ -44,6 +44,7 @@ from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.relay import Relay, RelayResult, StreamRelay
 from specgate.runtime.requests import Api, ParsedRequest
 from specgate.runtime.response_cache import ResponseCache
+from specgate.runtime.shared_cache import SharedCache
 from specgate.runtime.tracing import Tracing
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -140,13 +141,10 @@ class Gateway:
             config.server.max_body_bytes, config.timeouts.client_body_s, config.server.expose_engine_metrics
         )
         c = config.cache
-        self.cache = (
-            ResponseCache(
-                c.ttl_s, c.max_entries, c.max_bytes, c.max_entry_bytes, on_evict=self.metrics.cache_evictions.inc
-            )
-            if c.enabled
-            else None
+        local = ResponseCache(
+            c.ttl_s, c.max_entries, c.max_bytes, c.max_entry_bytes, on_evict=self.metrics.cache_evictions.inc
         )
+        self.cache = SharedCache(local, self.store, self.metrics) if c.enabled else None
         self._route_cache = {name: config.routing.route(name).cache for name in config.routing.route_names()}
 
     def route_cache(self, route: str) -> str:
@@ -370,8 +368,8 @@ class Gateway:
 
     def metrics_response(self) -> Response:
         if self.cache is not None:
-            self.metrics.cache_bytes.set(self.cache.bytes)
-            self.metrics.cache_entries.set(len(self.cache))
+            self.metrics.cache_bytes.set(self.cache.local.bytes)
+            self.metrics.cache_entries.set(len(self.cache.local))
         connections = self.relay.open_connections()
         for ep in self.pools.endpoints():
             self.metrics.upstream_connections.labels(ep.pool, ep.url).set(connections.get(ep.url, 0))

@@ -34,12 +34,12 @@ from specgate.runtime.relay import RelayResult, StreamRelay
 from specgate.runtime.requests import Api, ParsedRequest, parse_body
 from specgate.runtime.response_cache import (
     CachedAnswer,
-    ResponseCache,
     cache_control,
     cache_key,
     canonical_body,
     deterministic,
 )
+from specgate.runtime.shared_cache import SharedCache
 from specgate.runtime.tracing import Tracing
 from starlette.types import Receive, Scope, Send
 
@@ -76,7 +76,7 @@ class GenerationDeps(Protocol):
     def tracing(self) -> Tracing: ...
 
     @property
-    def cache(self) -> ResponseCache | None:
+    def cache(self) -> SharedCache | None:
         """The response cache; None when off."""
         ...
 
@@ -235,7 +235,7 @@ class GenerationHandler:
             canonical = canonical_body(parsed.body) if gw.cache is not None else None
             plan = gw.plan(parsed, headers, tenant)
             m.child(m.route_requests, plan.route).inc()
-            cache_key_, cache_header = self._cache_lookup(canonical, api, plan.route, tenant, parsed, headers)
+            cache_key_, cache_header = await self._cache_lookup(canonical, api, plan.route, tenant, parsed, headers)
             if isinstance(cache_key_, CachedAnswer):
                 status = await self._replay(cache_key_, plan.route, limit_headers, answer)
                 return
@@ -373,7 +373,7 @@ class GenerationHandler:
         # After the observation is recorded: a client that has read the whole stream finds it in place.
         await answer.end()
 
-    def _cache_lookup(
+    async def _cache_lookup(
         self,
         canonical: bytes | None,
         api: Api,
@@ -394,7 +394,7 @@ class GenerationHandler:
             m.child(m.cache_requests, route, "bypass").inc()
             return None, "bypass"
         key = cache_key(api, route, tenant, canonical)
-        hit = cache.get(key) if mode == "use" else None
+        hit = await cache.get(key) if mode == "use" else None
         if hit is not None:
             m.child(m.cache_requests, route, "hit").inc()
             return hit, "hit"

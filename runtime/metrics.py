@@ -186,6 +186,12 @@ class GatewayMetrics:
             ["route", "result"],
             registry=r,
         )
+        self.cache_errors = Counter(
+            "specgate_cache_errors",
+            "Response cache operations on the shared store that failed (the request went on without them).",
+            ["operation"],
+            registry=r,
+        )
         self.cache_bytes = Gauge("specgate_cache_bytes", "Bytes of answers held in the response cache.", registry=r)
         self.cache_entries = Gauge("specgate_cache_entries", "Answers held in the response cache.", registry=r)
         self.cache_evictions = Counter(

@@ -11,7 +11,7 @@
   exceeded; an answer over `max_entry_bytes` is not kept.
 - The client's `Cache-Control: no-cache` skips the lookup (the fresh answer is kept); `no-store` skips both.
 
-In this replica's memory. Pure data structure; the generation handler does the I/O.
+In this replica's memory; runtime/shared_cache.py adds the shared store. Pure data structure.
 """
 
 from __future__ import annotations
@@ -25,7 +25,16 @@ from typing import Any, Literal
 
 import orjson
 
-__all__ = ["CachedAnswer", "ResponseCache", "cache_control", "cache_key", "canonical_body", "deterministic"]
+__all__ = [
+    "CachedAnswer",
+    "ResponseCache",
+    "cache_control",
+    "cache_key",
+    "canonical_body",
+    "decode_answer",
+    "deterministic",
+    "encode_answer",
+]
 
 # Body keys that never change what the engine writes (`stream_options` does: whether the usage chunk comes).
 _IGNORED = frozenset({"user"})
@@ -46,6 +55,35 @@ class CachedAnswer:
     @property
     def size(self) -> int:
         return len(self.body or b"") + sum(len(e) for e in self.events) + sum(len(k) + len(v) for k, v in self.headers)
+
+
+def encode_answer(status: int, body: bytes | None, events: tuple[bytes, ...]) -> bytes:
+    """For the shared store: JSON, the bytes as latin-1 text (one character per byte, nothing lost)."""
+    return orjson.dumps(
+        {
+            "s": status,
+            "b": body.decode("latin-1") if body is not None else None,
+            "e": [e.decode("latin-1") for e in events],
+        }
+    )
+
+
+def decode_answer(raw: bytes, now: float) -> CachedAnswer | None:
+    """None for anything that is not what `encode_answer` wrote (another version, a damaged value)."""
+    try:
+        data = orjson.loads(raw)
+        status, body, events = data["s"], data["b"], data["e"]
+        if not isinstance(status, int) or not isinstance(events, list) or not (body is None or isinstance(body, str)):
+            return None
+        return CachedAnswer(
+            status,
+            body.encode("latin-1") if body is not None else None,
+            tuple(e.encode("latin-1") for e in events),
+            (),
+            now,
+        )
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeEncodeError):
+        return None
 
 
 def deterministic(body: Mapping[str, Any]) -> bool:

@@ -25,7 +25,9 @@ def upstream() -> Iterator[FaultUpstream]:
     u.close()
 
 
-def _gateway(start: Callable[..., GatewayServer], up: FaultUpstream, **cache: Any) -> GatewayServer:
+def _gateway(
+    start: Callable[..., GatewayServer], up: FaultUpstream, state: dict[str, Any] | None = None, **cache: Any
+) -> GatewayServer:
     routes = [
         {"name": "always", "match": [{"system_regex": "^always"}], "cache": "always"},
         {"name": "never", "match": [{"system_regex": "^never"}], "cache": "off"},
@@ -36,6 +38,7 @@ def _gateway(start: Callable[..., GatewayServer], up: FaultUpstream, **cache: An
         cache={"enabled": True, **cache},
         routing={"routes": routes, "default_route": "chat"},
         auth={"api_keys": [{"sha256": hash_key(k), "tenant": t} for t, k in KEYS.items()]},
+        **({"state": state} if state else {}),
     )
 
 
@@ -119,3 +122,30 @@ def test_failed_answers_are_not_kept(start_gateway: Callable[..., GatewayServer]
         assert broken.hits == 2  # the second was not answered from a cached failure
     finally:
         broken.close()
+
+
+def test_replicas_share_answers_through_redis_and_serve_without_it(
+    start_gateway: Callable[..., GatewayServer], upstream: FaultUpstream
+) -> None:
+    """Two gateways on one real redis-server: an answer generated through one is a hit on the other. With Redis
+    gone, requests are still answered (a miss each, the failures counted), never failed."""
+    from tests.prom import sample
+    from tests.redis_server import RedisServer
+
+    redis = RedisServer().start()
+    try:
+        state = {"redis_url": redis.url, "namespace": "cache-test", "timeout_s": 0.5}
+        one, two = (_gateway(start_gateway, upstream, state=state) for _ in range(2))
+        assert _ask(one).headers["x-specgate-cache"] == "miss"
+        deadline = time.monotonic() + 5
+        while (r := _ask(two)).headers["x-specgate-cache"] != "hit":  # the write to Redis is in the background
+            assert time.monotonic() < deadline, r.headers
+            time.sleep(0.05)
+        assert upstream.hits == 1  # only the first reached the engine
+        redis.stop()
+        fresh = _ask(two, max_tokens=7)
+        assert fresh.status_code == 200 and fresh.headers["x-specgate-cache"] == "miss"
+        text = httpx.get(f"{two.url}/metrics", timeout=10).text
+        assert sample(text, "specgate_cache_errors_total", operation="read") >= 1
+    finally:
+        redis.stop()
