@@ -98,15 +98,20 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
         # Variants isolate a feature's cost: -noclassify (no rule needs the classifier), -nok (no per-request k
         # shaping: the pool runs the engine's own k), -bare (both off). -aiohttp / -httpx: everything on, the relay on
         # that library's client instead of the own one (bench/library_transports.py).
+        # -cachemiss: everything on plus the response cache, every request a miss (a route that caches everything,
+        # answers too big to keep): the cost of the key, the lookup and the attempt to keep it.
+        cache = name == "specgate-cachemiss"
         transport = name.removeprefix("specgate-") if name in ("specgate-aiohttp", "specgate-httpx") else None
         if name.startswith("specgate-file:"):
             # Another version of the own client (a path to an upstream_http.py): before/after in one run.
             transport = name.removeprefix("specgate-")
-        classify = name in ("specgate", "specgate-nok") or transport is not None
-        shape_k = name in ("specgate", "specgate-noclassify") or transport is not None
-        routes = (
+        classify = name in ("specgate", "specgate-nok") or transport is not None or cache
+        shape_k = name in ("specgate", "specgate-noclassify") or transport is not None or cache
+        routes: list[dict[str, Any]] = (
             [{"name": "code", "match": [{"classes": ["code"]}]}, {"name": "chat"}] if classify else [{"name": "chat"}]
         )
+        if cache:
+            routes = [{**r, "cache": "always"} for r in routes]
         config = tmp / f"{name}.yaml"
         config.write_text(
             json.dumps(
@@ -122,6 +127,7 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
                     ],
                     "routing": {"routes": routes, "default_route": "chat"},
                     "logging": {"level": "error"},
+                    **({"cache": {"enabled": True, "max_entry_bytes": 1}} if cache else {}),
                 }
             )
         )
