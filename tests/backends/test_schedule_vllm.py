@@ -61,10 +61,11 @@ def test_schedule_caps_drafts_per_step_at_the_batch_size(any_engine: EngineSpec)
     two = _alone(any_engine, {"specgate_k_schedule": "1:2"})
     assert 0 < two["num_draft_tokens"] <= 2 * two["num_spec_steps"]  # never above the schedule's k
     assert _alone(any_engine, {"specgate_k_schedule": "1:0"})["num_draft_tokens"] == 0
-    # Alone (batch 1) this schedule says 4; with three others running (batch >= 4) it says 0.
+    # Alone (batch 1) this schedule says 4; with three or more others running (batch >= 4) it says 0. Five others
+    # are waited for (seven kept in flight): with three, CI once saw the batch dip below four for one step.
     schedule = {"specgate_k_schedule": "1:4,4:0"}
     assert _alone(any_engine, schedule)["num_draft_tokens"] > 0
-    loaded = asyncio.run(_under_load(any_engine, schedule, others=3))
+    loaded = asyncio.run(_under_load(any_engine, schedule, others=5))
     assert loaded["num_draft_tokens"] == 0
 
 

@@ -229,7 +229,8 @@ def test_shape_stays_the_priors_at_one_batch_size() -> None:
 
 
 def test_the_speculation_method_sets_what_drafting_costs() -> None:
-    """Prompt lookup drafts for free; a draft model pays a forward pass per position (DRAFTERS, fractions of t0)."""
+    """A draft model pays a forward pass per position (DRAFTERS, fractions of t0); prompt lookup keeps the engine
+    kind's own prior."""
     from specgate.controllers.cost_model import DRAFTERS
 
     t0 = PRIORS["gpu"][0]
@@ -238,17 +239,7 @@ def test_the_speculation_method_sets_what_drafting_costs() -> None:
         StepCostModel("gpu", method="draft_model"),
         StepCostModel("gpu"),
     )
-    assert ngram.predict(4, 0, 4) == pytest.approx(ngram.predict(4, 0, 0))
+    assert ngram.predict(4, 0, 4) == pytest.approx(plain.predict(4, 0, 4))
     per_k, fixed = DRAFTERS["draft_model"]
     assert draft.predict(4, 0, 4) - draft.predict(4, 0, 0) == pytest.approx(4 * per_k * t0 + fixed * t0)
-    assert plain.predict(4, 0, 4) - plain.predict(4, 0, 0) == pytest.approx(4 * PRIORS["gpu"][2])  # unchanged
-
-
-def test_a_drafting_cost_the_method_says_is_nil_is_still_learnt() -> None:
-    """An n-gram pool whose steps do grow with k (a slow proposer): the fit finds the per-k cost."""
-    rng = random.Random(5)
-    model = StepCostModel("gpu", knee=0.0, method="ngram")
-    for _ in range(2000):
-        b, k = rng.randint(1, 64), rng.randint(0, 4)
-        model.update(StepSample(b, k, k, true_step(b, k, k) * rng.uniform(0.97, 1.03)))
-    assert model.predict(8, 2, 4) - model.predict(8, 2, 0) == pytest.approx(0.004, rel=0.25)
+    assert plain.predict(4, 0, 4) - plain.predict(4, 0, 0) == pytest.approx(4 * PRIORS["gpu"][2])
