@@ -88,6 +88,11 @@ def version_of(python: Path, dist: str) -> str:
     return out.stdout.strip() or "unknown"
 
 
+def _file_name(target: str) -> str:
+    """A target's name as a file name (specgate-file:PATH holds slashes)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
+
+
 def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.Popen | None, int, str]:
     """(process or None for direct, port, version)."""
     if name == "direct":
@@ -112,7 +117,7 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
         )
         if cache:
             routes = [{**r, "cache": "always"} for r in routes]
-        config = tmp / f"{name}.yaml"
+        config = tmp / f"{_file_name(name)}.yaml"
         config.write_text(
             json.dumps(
                 {
@@ -160,7 +165,7 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
         version = version_of(python, "vllm-router")
     else:
         raise ValueError(name)
-    log = (tmp / f"{name}.log").open("w")
+    log = (tmp / f"{_file_name(name)}.log").open("w")
     # LiteLLM's proxy refuses to start without a master key; every target gets the same bearer key.
     env = {**os.environ, "LITELLM_MASTER_KEY": "sk-bench"}
     proc = subprocess.Popen([*pinned("0"), *cmd], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
