@@ -13,6 +13,7 @@ import importlib.util
 import ipaddress
 import os
 import re
+import ssl
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -260,6 +261,14 @@ class UpstreamTlsConfig(_Strict):
                 raise ValueError(f"{name}: {path} is not a readable file")
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("cert_file and key_file go together")
+        # Loaded once here, so that a file that is not PEM (or a key that does not fit its certificate) is a config
+        # error naming the file, not a traceback when the gateway starts.
+        try:
+            context = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+            if self.cert_file is not None and self.key_file is not None:
+                context.load_cert_chain(self.cert_file, self.key_file)
+        except (ssl.SSLError, OSError) as exc:
+            raise ValueError(f"cannot load the TLS files: {exc}") from None
         return self
 
     @property

@@ -167,3 +167,17 @@ def test_endpoint_urls_the_client_cannot_use_are_config_errors(url: str, message
     with pytest.raises(ConfigError) as err:
         validate_config({"pools": [{"name": "p", "model": "m", "endpoints": [url]}]})
     assert message in str(err.value)
+
+
+def test_tls_files_that_do_not_load_are_config_errors(tmp_path: Path) -> None:
+    junk = tmp_path / "ca.pem"
+    junk.write_text("not a certificate\n")
+    pool = {"name": "p", "model": "m", "endpoints": ["https://e:8000"], "tls": {"ca_file": str(junk)}}
+    with pytest.raises(ConfigError, match="cannot load the TLS files"):
+        validate_config({"pools": [pool]})
+    pool["tls"] = {"cert_file": str(junk)}
+    with pytest.raises(ConfigError, match="cert_file and key_file go together"):
+        validate_config({"pools": [pool]})
+    pool["tls"] = {"ca_file": str(tmp_path / "missing.pem")}
+    with pytest.raises(ConfigError, match="not a readable file"):
+        validate_config({"pools": [pool]})
