@@ -17,7 +17,7 @@ from specgate.backends.vllm_metrics import EngineSnapshot
 from specgate.controllers.attribution import InFlightShares
 from specgate.controllers.breaker import BreakerSettings, CircuitBreaker
 from specgate.controllers.capabilities import EngineFacts
-from specgate.controllers.picker import EndpointLoad, pick_endpoint
+from specgate.controllers.picker import EndpointLoad, Scoring, pick_endpoint
 
 from specgate.config import GatewayConfig, PoolConfig
 
@@ -98,17 +98,27 @@ class Pool:
     _rotation: int = field(default=0)
     # The pool's TLS settings (backends/tls.py), shared by the relay and the monitor; None: the defaults.
     ssl_context: ssl.SSLContext | None = None
+    # Scorer weights and load bound (config `picking`).
+    scoring: Scoring = field(default_factory=Scoring)
 
     @property
     def name(self) -> str:
         return self.config.name
 
-    def pick(self, exclude: set[Endpoint] | None = None) -> Endpoint | None:
+    def pick(self, exclude: set[Endpoint] | None = None, affinity: int | None = None) -> Endpoint | None:
+        """The endpoint for the next try; `affinity`: the request's prefix key (controllers/prefix_key.py)."""
         now = time.monotonic()
         loads = [ep.load(now, self.stale_after_s) for ep in self.endpoints]
         skip = {i for i, ep in enumerate(self.endpoints) if ep in exclude} if exclude else ()
         self._rotation += 1
-        index = pick_endpoint(loads, skip, rotation=self._rotation)
+        index = pick_endpoint(
+            loads,
+            skip,
+            rotation=self._rotation,
+            scoring=self.scoring,
+            names=[ep.url for ep in self.endpoints] if affinity is not None else (),
+            affinity=affinity,
+        )
         return None if index is None else self.endpoints[index]
 
     def has_healthy_endpoint(self) -> bool:
@@ -153,6 +163,8 @@ class PoolSet:
         stale = config.scrape.interval_s * config.scrape.stale_after_intervals
         b = config.breaker
         settings = BreakerSettings(b.failure_threshold, b.open_s, b.max_open_s)
+        picking = config.picking
+        scoring = Scoring(picking.weights.load, picking.weights.prefix, picking.load_bound, picking.load_slack)
         self.pools = [
             Pool(
                 p,
@@ -162,6 +174,7 @@ class PoolSet:
                 ],
                 stale,
                 ssl_context=ssl_context(p.tls) if p.tls.configured else None,
+                scoring=scoring,
             )
             for p in config.pools
         ]

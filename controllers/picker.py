@@ -6,6 +6,12 @@ requests twice (they are in both numbers) while still seeing traffic from other 
 
 A scrape that is too old is *unknown*, not idle: such an endpoint is charged the worst load seen on a
 fresh endpoint of the same pool, so a silent endpoint does not attract every request.
+
+Picking is filter -> score -> pick: unhealthy and already-tried endpoints are filtered out; a request with an
+affinity key (controllers/prefix_key.py) also filters out endpoints above the load bound (bounded-load consistent
+hashing: more than `load_bound` times the mean load plus `load_slack` requests), so a hot prefix
+spills instead of piling onto one engine; each scorer (controllers/score_load.py, controllers/score_prefix.py) gives
+every candidate a score in [0, 1]; the highest weighted sum wins, ties going round-robin.
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-__all__ = ["EndpointLoad", "PickerWeights", "endpoint_load", "pick_endpoint", "running_requests"]
+from specgate.controllers.score_load import load_scores
+from specgate.controllers.score_prefix import prefix_scores
+
+__all__ = ["EndpointLoad", "PickerWeights", "Scoring", "endpoint_load", "pick_endpoint", "running_requests"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +42,16 @@ class PickerWeights:
     kv_usage: float = 4.0
 
 
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """Scorer weights and the load bound (config `picking`). Both weights 0: plain round-robin."""
+
+    load: float = 1.0
+    prefix: float = 0.0
+    load_bound: float = 1.2
+    load_slack: float = 1.0
+
+
 def running_requests(outstanding: int, running: float | None) -> float:
     """Requests running at an endpoint: the larger of this gateway's outstanding ones and the engine's count (ours
     are in both; the engine's also has other replicas')."""
@@ -49,28 +68,45 @@ def endpoint_load(load: EndpointLoad, unknown_engine_load: float, weights: Picke
     return running_requests(load.outstanding, load.running) + _queue_pressure(load, weights)
 
 
+def within_bound(loads: Sequence[float], scoring: Scoring) -> list[bool]:
+    """Whether each candidate may take one more request under the load bound: its load at most `load_bound` x the
+    candidates' mean + `load_slack`. The least loaded always may (it is at most the mean)."""
+    if not loads:
+        return []
+    cap = scoring.load_bound * sum(loads) / len(loads) + scoring.load_slack
+    return [load <= cap for load in loads]
+
+
 def pick_endpoint(
     loads: Sequence[EndpointLoad],
     exclude: Collection[int] = (),
     *,
     rotation: int = 0,
     weights: PickerWeights = PickerWeights(),
+    scoring: Scoring = Scoring(),
+    names: Sequence[str] = (),
+    affinity: int | None = None,
 ) -> int | None:
-    """Index of the least-loaded healthy endpoint not in `exclude`, or None when there is none.
+    """Index of the endpoint to take the request, or None when every one is unhealthy or in `exclude`.
 
-    `rotation` breaks ties round-robin, so idle endpoints share light traffic.
+    `names` (the endpoints' URLs, for prefix ranking) are needed only with an `affinity` key. `rotation` breaks ties
+    round-robin, so idle endpoints share light traffic.
     """
     fresh = [load.running + _queue_pressure(load, weights) for load in loads if load.running is not None]
     unknown = max(fresh) if fresh else 0.0
     n = len(loads)
-    best: int | None = None
-    best_score = 0.0
-    for offset in range(n):
-        i = (rotation + offset) % n
-        load = loads[i]
-        if i in exclude or not load.healthy:
-            continue
-        score = endpoint_load(load, unknown, weights)
-        if best is None or score < best_score:
-            best, best_score = i, score
-    return best
+    order = [i for i in ((rotation + offset) % n for offset in range(n)) if i not in exclude and loads[i].healthy]
+    if not order:
+        return None
+    charged = [endpoint_load(loads[i], unknown, weights) for i in order]
+    use_prefix = affinity is not None and scoring.prefix > 0.0 and len(order) > 1
+    if use_prefix:
+        keep = within_bound(charged, scoring)
+        order = [i for i, ok in zip(order, keep, strict=True) if ok]
+        charged = [c for c, ok in zip(charged, keep, strict=True) if ok]
+    total = [scoring.load * s for s in load_scores(charged)]
+    if use_prefix:
+        ranked = prefix_scores(affinity, [names[i] for i in order])
+        total = [t + scoring.prefix * p for t, p in zip(total, ranked, strict=True)]
+    best = max(range(len(order)), key=total.__getitem__)  # the first maximum in rotation order
+    return order[best]

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from specgate.backends.pool import Pool, PoolSet
 from specgate.backends.shaping import client_k, shape_request
 from specgate.controllers.actuator import PoolOption, actuate
 from specgate.controllers.decisions import DecisionTable, static_table
 from specgate.controllers.k_schedule import encode
 from specgate.controllers.picker import running_requests
+from specgate.controllers.prefix_key import PrefixKeySettings, chat_key, completion_key
 from specgate.controllers.routing import RequestFeatures, select_route
 from specgate.runtime.requests import ParsedRequest
 from specgate.runtime.settings import route_bounds, route_rules
@@ -25,7 +27,7 @@ from specgate.runtime.settings import route_bounds, route_rules
 from specgate.config import GatewayConfig
 from specgate.errors import InvalidRequest, ModelNotFound
 
-__all__ = ["Dispatcher", "Plan", "joining_batch", "request_features"]
+__all__ = ["Dispatcher", "Plan", "affinity_key", "joining_batch", "request_features"]
 
 ROUTE_HEADER = "x-specgate-route"
 _HEAD_CHARS = 2048
@@ -80,6 +82,21 @@ def request_features(
     )
 
 
+def affinity_key(req: ParsedRequest, settings: PrefixKeySettings) -> int | None:
+    """The request's prefix-affinity key (controllers/prefix_key.py), from its tools and messages or its prompt."""
+    body = req.body
+    if req.api == "chat":
+        tools = body.get("tools")
+        tools_text = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS).decode() if tools else ""
+        messages = [(str(m.get("role")), _text(m.get("content"))) for m in body["messages"]]
+        return chat_key(tools_text, messages, settings)
+    prompt = body["prompt"]
+    if isinstance(prompt, list):
+        # A batch of prompts, or token ids: keyed by the first string, if any.
+        prompt = next((p for p in prompt if isinstance(p, str)), "")
+    return completion_key(prompt, settings) if isinstance(prompt, str) else None
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -93,6 +110,12 @@ class Dispatcher:
         self._random = random.Random().random
         self._pools = pools
         self._route_names = frozenset(config.routing.route_names())
+        picking = config.picking
+        self._prefix = (
+            PrefixKeySettings(picking.prefix_min_chars, picking.prefix_max_chars, picking.completion_prefix_chars)
+            if picking.weights.prefix > 0
+            else None
+        )
         engine_max = max((p.speculation.max_k for p in config.pools), default=0)
         # Replaced wholesale (one reference assignment) whenever the controller decides.
         self.table: DecisionTable = static_table(route_bounds(config.routing), engine_max)
@@ -155,6 +178,8 @@ class Dispatcher:
         ]
         act = actuate(desired, options)
         pool = pools[act.pool_index]
+        if self._prefix is not None and len(pool.endpoints) > 1:
+            req.affinity = affinity_key(req, self._prefix)
         # The plugin takes the schedule instead of a fixed cap: the k at each step follows the engine's batch.
         sent = _encoded(schedule) if schedule is not None and act.cap is not None else None
         ask_usage = req.stream and not req.include_usage

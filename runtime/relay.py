@@ -169,7 +169,7 @@ class Relay:
         last_error: GatewayError | None = None
         stale_retried = False
         for attempt in range(self._config.retries.max_attempts):
-            endpoint = pool.pick(tried)
+            endpoint = pool.pick(tried, req.affinity)
             if endpoint is None:
                 break
             tried.add(endpoint)

@@ -33,6 +33,8 @@ class ParsedRequest:
     modified: bool = False
     # The route the dispatcher chose (per-route shares of an engine's counters: controllers/attribution.py).
     route: str = ""
+    # The prefix-affinity key the dispatcher computed (controllers/prefix_key.py); None: load alone picks.
+    affinity: int | None = None
 
 
 def _is_int(value: Any) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from specgate.controllers.picker import EndpointLoad, pick_endpoint
+from specgate.controllers.picker import EndpointLoad, Scoring, pick_endpoint
 
 
 @pytest.mark.parametrize(
@@ -64,3 +64,63 @@ def test_picks_only_healthy_and_never_none_when_one_is(loads: list[EndpointLoad]
         assert choice is not None and loads[choice].healthy
     else:
         assert choice is None
+
+
+# Prefix affinity and the load bound (filter -> score -> pick).
+AFFINITY = Scoring(load=1.0, prefix=3.0, load_bound=1.2, load_slack=1.0)
+NAMES = ["http://a:8000", "http://b:8000", "http://c:8000"]
+
+
+def _first_choice(key: int) -> int:
+    idle = [EndpointLoad(0, True, 0, 0, 0)] * 3
+    choice = pick_endpoint(idle, scoring=AFFINITY, names=NAMES, affinity=key)
+    assert choice is not None
+    return choice
+
+
+@given(st.integers(0, 2**64 - 1), st.integers(0, 100))
+def test_same_prefix_same_endpoint_whatever_the_rotation(key: int, rotation: int) -> None:
+    idle = [EndpointLoad(0, True, 0, 0, 0)] * 3
+    assert pick_endpoint(idle, rotation=rotation, scoring=AFFINITY, names=NAMES, affinity=key) == _first_choice(key)
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_affinity_yields_to_the_load_bound(key: int) -> None:
+    home = _first_choice(key)
+    loads = [EndpointLoad(0, True, 0, 0, 0)] * 3
+    # Home at 4 running, others idle: cap = 1.2 * 4 / 3 + 1 = 2.6, home is over it.
+    loads = [EndpointLoad(0, True, 4 if i == home else 0, 0, 0) for i in range(3)]
+    assert pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=key) != home
+    # One running at home is within the slack (cap 1.4): the prefix stays.
+    loads = [EndpointLoad(0, True, 1 if i == home else 0, 0, 0) for i in range(3)]
+    assert pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=key) == home
+
+
+@given(st.lists(st.integers(0, 40), min_size=3, max_size=3), st.integers(0, 2**64 - 1))
+def test_the_pick_is_within_the_bound(running: list[int], key: int) -> None:
+    loads = [EndpointLoad(0, True, r, 0, 0) for r in running]
+    choice = pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=key)
+    assert choice is not None
+    assert running[choice] <= 1.2 * sum(running) / 3 + 1.0
+
+
+def test_without_a_key_load_decides() -> None:
+    loads = [EndpointLoad(0, True, 3, 0, 0), EndpointLoad(0, True, 1, 0, 0), EndpointLoad(0, True, 2, 0, 0)]
+    assert pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=None) == 1
+
+
+def test_zero_weights_are_round_robin() -> None:
+    loads = [EndpointLoad(0, True, 9, 0, 0), EndpointLoad(0, True, 0, 0, 0), EndpointLoad(0, True, 5, 0, 0)]
+    plain = Scoring(load=0.0, prefix=0.0)
+    assert [pick_endpoint(loads, rotation=r, scoring=plain) for r in range(6)] == [0, 1, 2, 0, 1, 2]
+
+
+def test_unhealthy_first_choice_goes_to_the_second() -> None:
+    key = 12345
+    home = _first_choice(key)
+    loads = [EndpointLoad(0, i != home, 0, 0, 0) for i in range(3)]
+    second = pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=key)
+    assert second is not None and second != home
+    # The same second choice when home is excluded after a failed try instead.
+    idle = [EndpointLoad(0, True, 0, 0, 0)] * 3
+    assert pick_endpoint(idle, {home}, scoring=AFFINITY, names=NAMES, affinity=key) == second
