@@ -106,6 +106,40 @@ class ScrapeConfig(_Strict):
     stale_after_intervals: Annotated[int, Field(ge=1)] = 3
 
 
+class PickingWeightsConfig(_Strict):
+    """Scorer weights (controllers/picker.py); every scorer gives 0..1. Both 0: round-robin."""
+
+    load: Annotated[float, Field(ge=0)] = 1.0
+    # Prefix affinity: requests that start alike (a conversation's turns, one long system prompt) prefer the same
+    # engine, whose prefix cache already holds that start; above twice `load`, the prefix's engine wins whenever it
+    # is within the load bound. 0: off.
+    prefix: Annotated[float, Field(ge=0)] = 3.0
+
+
+class PickingConfig(_Strict):
+    """How the gateway chooses an endpoint within a pool (docs/picking.md)."""
+
+    weights: PickingWeightsConfig = PickingWeightsConfig()
+    # Bounded load for requests with a prefix: an endpoint may take one only while its load is at most
+    # load_bound x the mean of the pool's available endpoints + load_slack; above it the prefix spills to its next
+    # engine. At high load no engine ends up more than about load_bound x the mean.
+    load_bound: Annotated[float, Field(ge=1.0)] = 1.2
+    load_slack: Annotated[float, Field(ge=0)] = 1.0
+    # Prompts shorter than this (characters) have no affinity: load alone places them.
+    prefix_min_chars: Annotated[int, Field(ge=1)] = 512
+    prefix_max_chars: Annotated[int, Field(ge=1)] = 65_536
+    # Completions (a plain prompt string, no message structure) are keyed by their first this many characters.
+    completion_prefix_chars: Annotated[int, Field(ge=1)] = 2_048
+
+    @model_validator(mode="after")
+    def _lengths(self) -> PickingConfig:
+        if self.prefix_max_chars < self.prefix_min_chars:
+            raise ValueError("prefix_max_chars must be at least prefix_min_chars")
+        if self.completion_prefix_chars < self.prefix_min_chars:
+            raise ValueError("completion_prefix_chars must be at least prefix_min_chars")
+        return self
+
+
 class DiscoveryConfig(_Strict):
     """Learning what each endpoint really does (docs/engines.md): at startup, when an endpoint comes back, when its
     counters reset (a restart) and every `recheck_s`."""
@@ -365,6 +399,8 @@ class RouteConfig(_Strict):
     # Response cache (when `cache.enabled`): auto = only answers the same request reproduces (temperature 0 or a
     # fixed seed); always = every complete answer (the route accepts repeated samples); off = never.
     cache: Literal["auto", "always", "off"] = "auto"
+    # Near-duplicates of a kept request answered from it (cache.semantic); off unless the route opts in.
+    semantic_cache: bool = False
 
 
 class RoutingConfig(_Strict):
@@ -573,6 +609,41 @@ def _installed(module: str) -> bool:
         return False
 
 
+class SemanticCacheConfig(_Strict):
+    """Near-duplicate requests answered from the response cache (runtime/semantic_cache.py, docs/cache.md). Needs
+    `cache.enabled`; only routes with `semantic_cache: true` use it."""
+
+    enabled: bool = False
+    # Cosine similarity of the texts' embeddings at or above which a kept answer is reused (docs/cache.md has the
+    # built-in embedding's precision and recall per threshold on a labelled set).
+    threshold: Annotated[float, Field(gt=0, le=1)] = 0.95
+    # Requests indexed in each replica (the oldest go first).
+    max_entries: Annotated[int, Field(ge=1)] = 10_000
+    # An OpenAI-compatible embeddings server (POST {embedding_url}/v1/embeddings); None: the built-in hashed
+    # lexical embedding.
+    embedding_url: str | None = None
+    embedding_model: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embedding_api_key_env: str | None = None
+    embedding_timeout_s: Annotated[float, Field(gt=0)] = 2.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_from_environment(cls, data: Any) -> Any:
+        return _secret_from_environment(data, "embedding_api_key")
+
+    @field_validator("embedding_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else _check_url(value)
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> SemanticCacheConfig:
+        if self.embedding_url is not None and not self.embedding_model:
+            raise ValueError("embedding_model is required with embedding_url")
+        return self
+
+
 class CacheConfig(_Strict):
     """Exact response cache (runtime/response_cache.py), in each replica's memory."""
 
@@ -582,6 +653,13 @@ class CacheConfig(_Strict):
     max_bytes: Annotated[int, Field(ge=1)] = 64 * 1024 * 1024
     # Larger answers are not kept.
     max_entry_bytes: Annotated[int, Field(ge=1)] = 1024 * 1024
+    semantic: SemanticCacheConfig = SemanticCacheConfig()
+
+    @model_validator(mode="after")
+    def _semantic_needs_the_cache(self) -> CacheConfig:
+        if self.semantic.enabled and not self.enabled:
+            raise ValueError("semantic.enabled needs cache.enabled (the semantic cache reuses its answers)")
+        return self
 
 
 class StateConfig(_Strict):
@@ -649,6 +727,7 @@ class GatewayConfig(_Strict):
     health: HealthConfig = HealthConfig()
     scrape: ScrapeConfig = ScrapeConfig()
     discovery: DiscoveryConfig = DiscoveryConfig()
+    picking: PickingConfig = PickingConfig()
     cache: CacheConfig = CacheConfig()
     logging: LoggingConfig = LoggingConfig()
     routing: RoutingConfig = RoutingConfig()
