@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from opentelemetry.sdk.trace.export import SpanExporter
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from specgate.backends.embeddings import EndpointEmbedder
 from specgate.backends.monitor import EndpointMonitor
 from specgate.backends.pool import Endpoint, Pool, PoolSet
 from specgate.backends.spec_cap import TESTED_VLLM
@@ -44,6 +45,7 @@ from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.relay import Relay, RelayResult, StreamRelay
 from specgate.runtime.requests import Api, ParsedRequest
 from specgate.runtime.response_cache import ResponseCache
+from specgate.runtime.semantic_cache import Embedder, HashedEmbedder, SemanticIndex
 from specgate.runtime.shared_cache import SharedCache
 from specgate.runtime.tracing import Tracing
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -144,8 +146,24 @@ class Gateway:
         local = ResponseCache(
             c.ttl_s, c.max_entries, c.max_bytes, c.max_entry_bytes, on_evict=self.metrics.cache_evictions.inc
         )
-        self.cache = SharedCache(local, self.store, self.metrics) if c.enabled else None
+        sc = c.semantic
+        semantic = SemanticIndex(sc.threshold, sc.max_entries, c.ttl_s) if c.enabled and sc.enabled else None
+        self.embedder: Embedder | None = None
+        if semantic is not None:
+            key = sc.embedding_api_key.get_secret_value() if sc.embedding_api_key else None
+            self.embedder = (
+                EndpointEmbedder(sc.embedding_url, sc.embedding_model or "", key, sc.embedding_timeout_s)
+                if sc.embedding_url
+                else HashedEmbedder()
+            )
+        self.cache = SharedCache(local, self.store, self.metrics, semantic) if c.enabled else None
         self._route_cache = {name: config.routing.route(name).cache for name in config.routing.route_names()}
+        opted = {n for n in config.routing.route_names() if config.routing.route(n).semantic_cache}
+        self._route_semantic = opted if semantic is not None else set()
+
+    def route_semantic(self, route: str) -> bool:
+        """Whether near-duplicates of the route's kept requests are answered from them."""
+        return route in self._route_semantic
 
     def route_cache(self, route: str) -> str:
         return self._route_cache.get(route, "auto")
@@ -310,6 +328,8 @@ class Gateway:
             await self.store.close()
             await asyncio.to_thread(self.tracing.shutdown)
             await self.relay.aclose()
+            if isinstance(self.embedder, EndpointEmbedder):
+                await self.embedder.aclose()
 
     def finish(
         self,

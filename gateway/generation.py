@@ -24,6 +24,7 @@ from typing import Protocol
 
 import orjson
 from opentelemetry.trace import Span
+from specgate.backends.embeddings import EmbeddingUnavailable
 from specgate.backends.pool import Pool
 from specgate.controllers.observations import Observation
 from specgate.gateway.body import ClientGone, read_body
@@ -39,6 +40,7 @@ from specgate.runtime.response_cache import (
     canonical_body,
     deterministic,
 )
+from specgate.runtime.semantic_cache import Embedder, semantic_scope, semantic_text
 from specgate.runtime.shared_cache import SharedCache
 from specgate.runtime.tracing import Tracing
 from starlette.types import Receive, Scope, Send
@@ -48,6 +50,7 @@ from specgate.errors import GatewayError, RequestTimeout
 __all__ = ["PATHS", "GenerationDeps", "GenerationHandler", "GenerationLimits", "request_id"]
 
 log = logging.getLogger("specgate.access")
+cache_log = logging.getLogger("specgate.cache")
 
 PATHS: dict[str, Api] = {"/v1/chat/completions": "chat", "/v1/completions": "completions"}
 _PASS_UPSTREAM = ("traceparent", "tracestate")
@@ -82,6 +85,15 @@ class GenerationDeps(Protocol):
 
     def route_cache(self, route: str) -> str:
         """The route's cache setting: auto, always or off."""
+        ...
+
+    def route_semantic(self, route: str) -> bool:
+        """Whether the route answers near-duplicates from the cache (the semantic cache is on and the route opts in)."""
+        ...
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The semantic cache's embeddings; None when it is off."""
         ...
 
     async def authenticate(self, headers: Mapping[str, str]) -> str | None:
@@ -395,11 +407,51 @@ class GenerationHandler:
             return None, "bypass"
         key = cache_key(api, route, tenant, canonical)
         hit = await cache.get(key) if mode == "use" else None
+        similarity = None
+        if hit is None and cache.semantic is not None and gw.route_semantic(route):
+            hit, similarity = await self._semantic_lookup(cache, key, api, route, tenant, canonical, parsed, mode)
         if hit is not None:
             m.child(m.cache_requests, route, "hit").inc()
+            if similarity is not None:
+                m.child(m.cache_semantic_hits, route).inc()
             return hit, "hit"
         m.child(m.cache_requests, route, "miss").inc()
         return key, "miss"
+
+    async def _semantic_lookup(
+        self,
+        cache: SharedCache,
+        key: bytes,
+        api: Api,
+        route: str,
+        tenant: str | None,
+        canonical: bytes,
+        parsed: ParsedRequest,
+        mode: str,
+    ) -> tuple[CachedAnswer | None, float | None]:
+        """A kept answer to a near-duplicate (runtime/semantic_cache.py), and its similarity. Either way, a miss
+        that the fresh answer may fill is indexed under `key` when that answer is kept."""
+        index, embedder = cache.semantic, self._gw.embedder
+        scope = semantic_scope(api, route, tenant, canonical)
+        if index is None or embedder is None or scope is None:
+            return None, None
+        try:
+            vector = await embedder.embed(semantic_text(api, parsed.body))
+        except EmbeddingUnavailable as exc:
+            self._gw.metrics.cache_errors.labels("embed").inc()
+            cache_log.warning("semantic cache: no embedding; served without it", extra={"error": str(exc)})
+            return None, None
+        if vector is None:
+            return None, None
+        index.expect(key, scope, vector)
+        match = index.nearest(scope, vector) if mode == "use" else None
+        if match is None:
+            return None, None
+        hit = await cache.get(match.key)
+        if hit is None:
+            index.forget(match.key)  # its answer expired or was evicted
+            return None, None
+        return hit, match.similarity
 
     async def _replay(self, hit: CachedAnswer, route: str, limit_headers: dict[str, str], answer: _Answer) -> int:
         """The kept answer, as the first client got it (a stream in the same events), without the engine."""

@@ -188,8 +188,15 @@ class GatewayMetrics:
         )
         self.cache_errors = Counter(
             "specgate_cache_errors",
-            "Response cache operations on the shared store that failed (the request went on without them).",
+            "Response cache operations that failed, the request going on without them: read/write (the shared store),"
+            " embed (the semantic cache's embeddings server).",
             ["operation"],
+            registry=r,
+        )
+        self.cache_semantic_hits = Counter(
+            "specgate_cache_semantic_hits",
+            "Cache hits on a near-duplicate (semantic cache), also counted as hits in specgate_cache_requests.",
+            ["route"],
             registry=r,
         )
         self.cache_bytes = Gauge("specgate_cache_bytes", "Bytes of answers held in the response cache.", registry=r)

@@ -11,6 +11,7 @@ import time
 from specgate.backends.state_store import StateStore, StoreUnavailable
 from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.response_cache import CachedAnswer, ResponseCache, decode_answer, encode_answer
+from specgate.runtime.semantic_cache import SemanticIndex
 
 __all__ = ["SharedCache"]
 
@@ -18,8 +19,17 @@ log = logging.getLogger("specgate.cache")
 
 
 class SharedCache:
-    def __init__(self, local: ResponseCache, store: StateStore, metrics: GatewayMetrics) -> None:
+    def __init__(
+        self,
+        local: ResponseCache,
+        store: StateStore,
+        metrics: GatewayMetrics,
+        semantic: SemanticIndex | None = None,
+    ) -> None:
         self.local = local
+        # Near-duplicate lookups (runtime/semantic_cache.py): an answer kept under a key a semantic lookup missed
+        # on is indexed for the next near-duplicate.
+        self.semantic = semantic
         self._store = store
         self._shared = store.kind != "memory"
         self._metrics = metrics
@@ -41,7 +51,11 @@ class SharedCache:
 
     def put(self, key: bytes, status: int, body: bytes | None, events: tuple[bytes, ...] = ()) -> None:
         """Keep it here at once, and in the store in the background (the answer has been sent already)."""
-        if not self.local.put(key, status, body, events) or not self._shared:
+        if not self.local.put(key, status, body, events):
+            return
+        if self.semantic is not None:
+            self.semantic.commit(key)
+        if not self._shared:
             return
         task = asyncio.create_task(self._share(key, encode_answer(status, body, events)))
         self._writes.add(task)
