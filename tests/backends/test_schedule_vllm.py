@@ -85,7 +85,7 @@ def test_the_gateway_sends_the_route_schedule_and_learns_per_step_drafts(
 ) -> None:
     """The whole chain on a real engine: the decision table's schedule -> `vllm_xargs` -> the plugin at every step
     -> `detailed` per-step metrics -> per-k evidence. Alone the schedule says k=2 (drafts per step <= 2); with three
-    others running it says 0 (no drafts); five are kept in flight (tests/backends/engine_load.py)."""
+    others running it says 0 (no drafts); eight are kept in flight (tests/backends/engine_load.py)."""
     gw = start_gateway([engine_pool(engine)])  # tick_s 3600: the table set here stays
     table = gw.gateway.dispatcher.table
     schedule = ((1, 2), (4, 0))
@@ -100,11 +100,14 @@ def test_the_gateway_sends_the_route_schedule_and_learns_per_step_drafts(
     assert all(k <= 2 for k, _ in alone.spec.by_k) and any(k > 0 for k, _ in alone.spec.by_k)
 
     async def loaded() -> None:
-        async with httpx.AsyncClient(base_url=engine.url, timeout=300) as client, busy(client, _LOAD, 5, 3):
+        async with httpx.AsyncClient(base_url=engine.url, timeout=300) as client, busy(client, _LOAD, 8, 5):
             answer = await client.post(f"{gw.url}/v1/completions", json=_body(None, 24))
             assert answer.status_code == 200
 
     asyncio.run(loaded())
     (loaded_obs,) = gw.gateway.sink.drain()
     assert loaded_obs.scheduled and loaded_obs.spec is not None
-    assert loaded_obs.spec.draft_tokens == 0 and loaded_obs.spec.by_k == ()
+    # No drafts while the batch is at 4 or more. One step may draft: CI once saw the batch fall under 4 for three
+    # steps with five kept in flight (several ended at once, replaced late on a busy machine); with eight in flight
+    # such a dip needs five gaps at once. Ignoring the schedule would draft at ~every one of the 24 steps.
+    assert loaded_obs.spec.draft_tokens <= 2 and all(k <= 2 for k, _ in loaded_obs.spec.by_k), loaded_obs.spec

@@ -62,7 +62,10 @@ def test_counter_attribution_matches_per_request_truth_when_routes_take_turns(
     pool = {**engine_pool(engine), "speculation": {**engine_pool(engine)["speculation"], "acceptance_from": "counters"}}
     gw = start_gateway(
         [pool],
-        routing={"routes": [{"name": r} for r in ROUTES], "allow_route_header": True},
+        # k pinned at the engine's max: the table's schedule would otherwise give k = 0 at a batch of four, and
+        # whether a route drafts at all would depend on how its four requests overlap (CI once saw the chat route
+        # draft nothing while taking its turn).
+        routing={"routes": [{"name": r, "k": {"pin": 4}} for r in ROUTES], "allow_route_header": True},
         scrape={"interval_s": 0.5},
     )
     _settle(gw)
