@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_LABELS", "ClassifierModel", "classification_text", "confusion", "train"]
+__all__ = ["DEFAULT_LABELS", "ClassifierModel", "classification_text", "confusion", "content_text", "train"]
 
 DEFAULT_LABELS = ("code", "code-edit", "chat", "summarise", "extract", "rag-answer", "translate")
 _PRIME = np.uint64(1099511628211)
@@ -22,7 +22,8 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(29)
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text parts of a list of parts joined by spaces."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -41,9 +42,9 @@ def classification_text(body: Mapping[str, Any]) -> str:
                 continue
             role = msg.get("role")
             if role in ("system", "developer") and not system:
-                system = _content_text(msg.get("content"))
+                system = content_text(msg.get("content"))
             elif role == "user":
-                last_user = _content_text(msg.get("content"))
+                last_user = content_text(msg.get("content"))
         return f"{system}\n{last_user}" if system else last_user
     prompt = body.get("prompt")
     if isinstance(prompt, str):

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import orjson
+from specgate.controllers.classifier import content_text
 
 __all__ = ["Embedder", "HashedEmbedder", "Match", "SemanticIndex", "semantic_scope", "semantic_text"]
 
@@ -62,18 +63,10 @@ class HashedEmbedder:
         return self.vector(text)
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 def semantic_text(api: str, body: Mapping[str, Any]) -> str:
     """The text compared: every message's text in order, or the prompt."""
     if api == "chat":
-        return "\n".join(_content_text(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict))
+        return "\n".join(content_text(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict))
     prompt = body.get("prompt")
     return prompt if isinstance(prompt, str) else ""
 

@@ -112,6 +112,18 @@ def eagle3_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSp
     )
 
 
+@pytest.fixture(scope="session")
+def embeddings_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
+    """A real vLLM server answering `/v1/embeddings` from the tiny model (`--runner pooling --convert embed`), for the
+    semantic cache's embeddings endpoint. SPECGATE_TEST_EMBEDDINGS_ENGINE_URL reuses one started with those flags."""
+    yield from _engine_fixture(
+        tmp_path_factory,
+        "SPECGATE_TEST_EMBEDDINGS_ENGINE_URL",
+        speculation="none",
+        extra_args=("--runner", "pooling", "--convert", "embed"),
+    )
+
+
 class GatewayServer:
     def __init__(self, config: GatewayConfig, span_exporter: SpanExporter | None = None) -> None:
         self.config = config
