@@ -256,7 +256,7 @@ async def _user(client: httpx.AsyncClient, queue: asyncio.Queue[Conversation], t
             try:
                 sample, answer = await _turn(client, conv.route, messages, tokens)
             except (httpx.HTTPError, RuntimeError) as exc:
-                print(f"  request failed: {exc}", file=sys.stderr)
+                print(f"  request failed: {exc!r}", file=sys.stderr)
                 run.errors += 1
                 break
             run.samples.append(sample)
