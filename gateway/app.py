@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -42,6 +43,7 @@ from specgate.runtime.control_loop import ControlLoop
 from specgate.runtime.coordination import StoreCoordinator
 from specgate.runtime.dispatch import Dispatcher, Plan
 from specgate.runtime.metrics import GatewayMetrics
+from specgate.runtime.recorder import WorkloadRecorder
 from specgate.runtime.relay import Relay, RelayResult, StreamRelay
 from specgate.runtime.requests import Api, ParsedRequest
 from specgate.runtime.response_cache import ResponseCache
@@ -157,6 +159,12 @@ class Gateway:
                 else HashedEmbedder()
             )
         self.cache = SharedCache(local, self.store, self.metrics, semantic) if c.enabled else None
+        rec = config.recording
+        self.recorder = (
+            WorkloadRecorder(Path(rec.path), rec.max_bytes, rec.backups, on_drop=self.metrics.records_dropped.inc)
+            if rec.enabled
+            else None
+        )
         self._route_cache = {name: config.routing.route(name).cache for name in config.routing.route_names()}
         opted = {n for n in config.routing.route_names() if config.routing.route(n).semantic_cache}
         self._route_semantic = opted if semantic is not None else set()
@@ -290,7 +298,9 @@ class Gateway:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def record(self, obs: Observation) -> None:
+    def record(self, obs: Observation, tenant: str | None = None) -> None:
+        if self.recorder is not None:
+            self.recorder.add(obs, tenant)
         m = self.metrics
         m.child(m.spec_observations, obs.route, obs.pool, obs.source).inc()
         if obs.stream and obs.decode_s and obs.completion_tokens > 1:
@@ -314,6 +324,8 @@ class Gateway:
         await self.store.start()
         await self.monitor.start()
         await self.alerts.start()
+        if self.recorder is not None:
+            self.recorder.start()
         self.control.start()
         self.ready = True
         try:
@@ -322,6 +334,8 @@ class Gateway:
             self.ready = False
             await self.control.stop()
             await self._flush()
+            if self.recorder is not None:
+                await self.recorder.stop()
             await self.alerts.stop()
             await self.monitor.stop()
             await asyncio.gather(*self._background, return_exceptions=True)

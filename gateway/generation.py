@@ -114,7 +114,9 @@ class GenerationDeps(Protocol):
 
     async def send(self, parsed: ParsedRequest, pool: Pool, headers: dict[str, str]) -> RelayResult | StreamRelay: ...
 
-    def record(self, obs: Observation) -> None: ...
+    def record(self, obs: Observation, tenant: str | None = None) -> None:
+        """The controller's evidence (and the workload record, when on) from one finished request."""
+        ...
 
     def charge(self, tenant: str | None, obs: Observation) -> None: ...
 
@@ -284,7 +286,7 @@ class GenerationHandler:
                 )
                 if obs is not None and status == 200:
                     seen.append(obs)
-                    gw.record(obs)
+                    gw.record(obs, tenant)
                     gw.charge(tenant, obs)
                 if client_span is not None:
                     gw.tracing.end_client(client_span, endpoint, obs, _json_or_none(body))
@@ -355,7 +357,7 @@ class GenerationHandler:
 
         def done(obs: Observation) -> None:
             seen.append(obs)
-            gw.record(obs)
+            gw.record(obs, tenant)
             gw.charge(tenant, obs)
 
         observer = StreamObserver(

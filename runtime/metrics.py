@@ -193,6 +193,11 @@ class GatewayMetrics:
             ["operation"],
             registry=r,
         )
+        self.records_dropped = Counter(
+            "specgate_records_dropped",
+            "Workload record lines dropped because the writer fell behind (recording.enabled).",
+            registry=r,
+        )
         self.cache_semantic_hits = Counter(
             "specgate_cache_semantic_hits",
             "Cache hits on a near-duplicate (semantic cache), also counted as hits in specgate_cache_requests.",

@@ -662,6 +662,16 @@ class CacheConfig(_Strict):
         return self
 
 
+class RecordingConfig(_Strict):
+    """The workload record for `specgate advise` (runtime/recorder.py): one JSON line per finished request, no text."""
+
+    enabled: bool = False
+    path: str = "specgate-records.jsonl"
+    # The file rotates at this size into path.1 .. path.N (`backups`).
+    max_bytes: Annotated[int, Field(ge=4096)] = 64 * 1024 * 1024
+    backups: Annotated[int, Field(ge=0, le=100)] = 3
+
+
 class StateConfig(_Strict):
     """Where replicas share state (docs/replicas.md). No `redis_url`: in memory, one replica."""
 
@@ -729,6 +739,7 @@ class GatewayConfig(_Strict):
     discovery: DiscoveryConfig = DiscoveryConfig()
     picking: PickingConfig = PickingConfig()
     cache: CacheConfig = CacheConfig()
+    recording: RecordingConfig = RecordingConfig()
     logging: LoggingConfig = LoggingConfig()
     routing: RoutingConfig = RoutingConfig()
     classifier: ClassifierConfig = ClassifierConfig()
