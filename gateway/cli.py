@@ -337,6 +337,38 @@ def cmd_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_advise(args: argparse.Namespace) -> int:
+    import json
+
+    from specgate.offline.advisor import advise, load_records, render
+    from specgate.offline.plots import PlotsUnavailable, plot_advice
+
+    paths = [Path(p) for p in args.records]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"no such record file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    records, skipped = load_records(paths)
+    if skipped:
+        print(f"skipped {skipped} lines that are not records", file=sys.stderr)
+    try:
+        report = advise(records, args.engine_profile, args.max_k, args.seeds)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(render(report))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "advice.json").write_text(json.dumps(report, indent=1) + "\n")
+        print(f"wrote {out / 'advice.json'}", file=sys.stderr)
+        try:
+            print(f"wrote {plot_advice(report, out / 'advice.png')}", file=sys.stderr)
+        except PlotsUnavailable as exc:
+            print(str(exc), file=sys.stderr)
+    return 0
+
+
 def _sim_plots(rows: list[dict], traces: dict[str, list], timelines: dict[str, dict[str, list]], out: Path) -> None:
     from specgate.offline.plots import PlotsUnavailable, plot_sim_scenario
 
@@ -563,6 +595,20 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--policy", action="append", help="run only these (repeatable); default: all")
     sim.add_argument("--out", help="folder for sim-results.json and sim-k-traces.json")
     sim.set_defaults(fn=cmd_sim)
+
+    adv = sub.add_parser(
+        "advise",
+        help="what speculation would do for recorded traffic (recording.enabled): per-route acceptance, TPOT per k "
+        "and per policy in the simulator, a batch-size table for stock engines",
+    )
+    adv.add_argument("--from", dest="records", nargs="+", required=True, help="record files (JSON lines)")
+    adv.add_argument(
+        "--engine-profile", default="gpu", help="the simulator's step-time profile: gpu, cpu, h100-llama8b-eagle"
+    )
+    adv.add_argument("--max-k", type=int, default=None, help="default: the largest k in the record")
+    adv.add_argument("--seeds", type=int, default=2, help="simulator seeds per acceptance level")
+    adv.add_argument("--out", help="folder for advice.json and advice.png")
+    adv.set_defaults(fn=cmd_advise)
 
     bench = sub.add_parser("bench", help="phased load through a gateway on a real engine: adaptive vs static k")
     bench.add_argument("--engine", required=True, help="vLLM base URL (started with the scheduler plugin)")

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PlotsUnavailable", "plot_bench", "plot_sim_scenario"]
+__all__ = ["PlotsUnavailable", "plot_advice", "plot_bench", "plot_sim_scenario"]
 
 _COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
@@ -103,5 +103,36 @@ def plot_bench(report: Mapping[str, Any], out: Path) -> Path:
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return out
+
+
+def plot_advice(report: Mapping[str, Any], out: Path) -> Path:
+    """`specgate advise`: expected tokens per step by k per route (band: the 90% interval), and mean TPOT per policy
+    in the simulator (bar: median, whiskers: min-max over acceptance low/point/high x seeds)."""
+    plt = _pyplot()
+    fig, (ax_l, ax_t) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for i, (name, route) in enumerate(report["routes"].items()):
+        el = route["expected_length"]
+        ks = list(range(len(el["point"])))
+        colour = _COLOURS[i % len(_COLOURS)]
+        ax_l.plot(ks, el["point"], marker="o", color=colour, label=f"{name} ({route['requests']})")
+        ax_l.fill_between(ks, el["low"], el["high"], color=colour, alpha=0.2)
+    ax_l.set_xlabel("k (draft tokens per step)")
+    ax_l.set_ylabel("expected tokens per verify step")
+    ax_l.legend(fontsize=8)
+    names = [n for n, v in report["policies"].items() if v["mean_tpot_ms"] is not None]
+    mid = [report["policies"][n]["mean_tpot_ms"] for n in names]
+    err = [
+        [m - report["policies"][n]["min"] for n, m in zip(names, mid, strict=True)],
+        [report["policies"][n]["max"] - m for n, m in zip(names, mid, strict=True)],
+    ]
+    ax_t.bar(range(len(names)), mid, yerr=err, color="#1f77b4", capsize=3)
+    ax_t.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
+    ax_t.set_ylabel("mean TPOT, ms (simulator)")
+    fig.suptitle(f"specgate advise: {report['requests']} requests, profile {report['profile']}")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
