@@ -78,7 +78,6 @@ class WorkloadRecorder:
         self._pending.append(orjson.dumps(record_line(obs, tenant, time.time())) + b"\n")
 
     def start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:

@@ -671,6 +671,18 @@ class RecordingConfig(_Strict):
     max_bytes: Annotated[int, Field(ge=4096)] = 64 * 1024 * 1024
     backups: Annotated[int, Field(ge=0, le=100)] = 3
 
+    @model_validator(mode="after")
+    def _writable(self) -> RecordingConfig:
+        # Checked at load, like the TLS files: a record that cannot be written is a config error, not a surprise
+        # at the first flush.
+        if self.enabled:
+            folder = Path(self.path).expanduser().resolve().parent
+            if not folder.is_dir():
+                raise ValueError(f"path: the folder {folder} does not exist")
+            if not os.access(folder, os.W_OK):
+                raise ValueError(f"path: the folder {folder} is not writable")
+        return self
+
 
 class StateConfig(_Strict):
     """Where replicas share state (docs/replicas.md). No `redis_url`: in memory, one replica."""

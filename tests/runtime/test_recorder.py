@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 from specgate.controllers.observations import Observation, SpecStats
 from specgate.runtime.recorder import WorkloadRecorder
 
@@ -78,3 +79,11 @@ def test_a_gateway_records_each_request_without_its_text(
     gw.stop()  # the last lines are flushed at shutdown
     raw = path.read_bytes()
     assert len(raw.splitlines()) == 3 and secret.encode() not in raw
+
+
+def test_a_folder_that_cannot_take_the_record_is_a_config_error(tmp_path: Path) -> None:
+    from specgate.config import ConfigError, validate_config
+
+    with pytest.raises(ConfigError, match="does not exist"):
+        validate_config({"recording": {"enabled": True, "path": str(tmp_path / "missing" / "r.jsonl")}})
+    validate_config({"recording": {"enabled": False, "path": str(tmp_path / "missing" / "r.jsonl")}})
