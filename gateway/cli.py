@@ -459,6 +459,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         policies=policies,
         warm_up_s=args.warm_up_seconds,
         cost_prior=args.cost_prior,
+        record=Path(args.record) if args.record else None,
     )
     print("| policy | " + " | ".join(p.name for p in phases) + " | whole run |")
     print("|---|" + "---|" * (len(phases) + 1))
@@ -628,6 +629,9 @@ def _parser() -> argparse.ArgumentParser:
         help="the gateways' step-time prior: cpu for the tiny testbed, knee for the knee testbed (default: cpu)",
     )
     bench.add_argument("--out", help="JSON result file")
+    bench.add_argument(
+        "--record", help="write each policy's workload record to RECORD-POLICY.jsonl (for specgate advise)"
+    )
     bench.add_argument(
         "--policy",
         action="append",

@@ -156,10 +156,12 @@ def _start_gateway(
     port: int,
     controller: dict[str, Any] | None = None,
     cost_prior: str = "cpu",
+    record: Path | None = None,
 ) -> tuple[uvicorn.Server, threading.Thread]:
     config = validate_config(
         {
             "server": {"port": port},
+            "recording": {"enabled": record is not None, "path": str(record or "specgate-records.jsonl")},
             "pools": [
                 {
                     "name": "engine",
@@ -207,6 +209,7 @@ def run_bench(
     policies: list[str] | None = None,
     warm_up_s: float = 20.0,
     cost_prior: str = "cpu",
+    record: Path | None = None,
 ) -> dict[str, Any]:
     """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order), each through a
     gateway of its own (a fresh controller: no policy learns from another's traffic); returns (and writes) the
@@ -229,7 +232,11 @@ def run_bench(
         asyncio.run(_phase(engine_url, Phase("warm-up", warm_up_s, 8, 0.5), 0, tokens_per_request, served_model))
     for n, policy in enumerate(order):
         url = f"http://127.0.0.1:{port + n}"
-        server, thread = _start_gateway(engine_url, served_model, max_k, port + n, ADAPTIVE.get(policy), cost_prior)
+        # With `record`, each policy's gateway writes the workload record (runtime/recorder.py) to RECORD-POLICY.jsonl.
+        recorded = record.with_name(f"{record.name}-{policy}.jsonl") if record is not None else None
+        server, thread = _start_gateway(
+            engine_url, served_model, max_k, port + n, ADAPTIVE.get(policy), cost_prior, recorded
+        )
         try:
             if policy not in ADAPTIVE:
                 with httpx.Client(timeout=10) as admin:
