@@ -42,9 +42,9 @@ class Embedder(Protocol):
 
 class HashedEmbedder:
     """Lexical embedding: lower-cased word unigrams and bigrams, sublinear counts, hashed (CRC-32) into `dims`
-    buckets, L2-normalised. Deterministic across processes; ~20 us for a short prompt."""
+    buckets, L2-normalised. Deterministic across processes. 1,024 buckets keep an index of 2,000 requests at 8 MB."""
 
-    def __init__(self, dims: int = 4096) -> None:
+    def __init__(self, dims: int = 1024) -> None:
         self.dims = dims
 
     def vector(self, text: str) -> np.ndarray:
@@ -101,6 +101,46 @@ class Match:
     similarity: float
 
 
+class _Scope:
+    """One scope's vectors as the rows of one matrix (grown by doubling, a removed row filled by the last), so a
+    lookup is one matrix-vector product, not a stack of every vector."""
+
+    def __init__(self, dims: int) -> None:
+        self.keys: list[bytes] = []
+        self.added: list[float] = []
+        self.rows = np.zeros((4, dims), dtype=np.float32)
+        self.where: dict[bytes, int] = {}
+
+    def add(self, key: bytes, vector: np.ndarray, now: float) -> None:
+        n = len(self.keys)
+        if n == len(self.rows):
+            self.rows = np.concatenate([self.rows, np.zeros_like(self.rows)])
+        self.rows[n] = vector
+        self.keys.append(key)
+        self.added.append(now)
+        self.where[key] = n
+
+    def remove(self, key: bytes) -> None:
+        i = self.where.pop(key)
+        last = len(self.keys) - 1
+        if i != last:
+            moved = self.keys[last]
+            self.rows[i] = self.rows[last]
+            self.keys[i], self.added[i] = moved, self.added[last]
+            self.where[moved] = i
+        self.keys.pop()
+        self.added.pop()
+
+    def best(self, vector: np.ndarray, oldest: float) -> tuple[bytes, float] | None:
+        n = len(self.keys)
+        if n == 0 or vector.shape[0] != self.rows.shape[1]:
+            return None
+        sims = self.rows[:n] @ vector
+        sims[np.asarray(self.added) < oldest] = -np.inf  # expired: the exact cache has let them go
+        i = int(np.argmax(sims))
+        return (self.keys[i], float(sims[i])) if np.isfinite(sims[i]) else None
+
+
 class SemanticIndex:
     """Per scope, the vectors of kept answers and their exact-cache keys. Bounded to `max_entries` over all scopes
     (the oldest go first) and to entries younger than `ttl_s` (the exact cache forgets them then anyway)."""
@@ -112,9 +152,9 @@ class SemanticIndex:
         self.max_entries = max_entries
         self.ttl_s = ttl_s
         self._clock = clock
-        # key -> (scope, vector, added at); insertion order is age order.
-        self._entries: OrderedDict[bytes, tuple[bytes, np.ndarray, float]] = OrderedDict()
-        self._by_scope: dict[bytes, dict[bytes, np.ndarray]] = {}
+        # key -> scope; insertion order is age order.
+        self._entries: OrderedDict[bytes, bytes] = OrderedDict()
+        self._scopes: dict[bytes, _Scope] = {}
         # Lookups that missed, waiting for their fresh answer to be kept: key -> (scope, vector).
         self._pending: OrderedDict[bytes, tuple[bytes, np.ndarray]] = OrderedDict()
 
@@ -123,17 +163,13 @@ class SemanticIndex:
 
     def nearest(self, scope: bytes, vector: np.ndarray) -> Match | None:
         """The most similar kept request of the scope at or above the threshold, if any."""
-        members = self._by_scope.get(scope)
-        if not members:
+        members = self._scopes.get(scope)
+        if members is None:
             return None
-        now = self._clock()
-        keys = [k for k in members if now - self._entries[k][2] <= self.ttl_s]
-        if not keys:
+        found = members.best(vector, self._clock() - self.ttl_s)
+        if found is None or found[1] < self.threshold:
             return None
-        sims = np.stack([members[k] for k in keys]) @ vector
-        best = int(np.argmax(sims))
-        similarity = float(sims[best])
-        return Match(keys[best], similarity) if similarity >= self.threshold else None
+        return Match(*found)
 
     def expect(self, key: bytes, scope: bytes, vector: np.ndarray) -> None:
         """A miss whose answer may be kept under `key`: index it when `commit(key)` says it was."""
@@ -148,17 +184,18 @@ class SemanticIndex:
             return
         scope, vector = pending
         self.forget(key)
-        self._entries[key] = (scope, vector, self._clock())
-        self._by_scope.setdefault(scope, {})[key] = vector
+        self._entries[key] = scope
+        if scope not in self._scopes:
+            self._scopes[scope] = _Scope(vector.shape[0])
+        self._scopes[scope].add(key, vector, self._clock())
         while len(self._entries) > self.max_entries:
             self.forget(next(iter(self._entries)))
 
     def forget(self, key: bytes) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is None:
+        scope = self._entries.pop(key, None)
+        if scope is None:
             return
-        members = self._by_scope.get(entry[0])
-        if members is not None:
-            members.pop(key, None)
-            if not members:
-                del self._by_scope[entry[0]]
+        members = self._scopes[scope]
+        members.remove(key)
+        if not members.keys:
+            del self._scopes[scope]

@@ -617,8 +617,8 @@ class SemanticCacheConfig(_Strict):
     # Cosine similarity of the texts' embeddings at or above which a kept answer is reused (docs/cache.md has the
     # built-in embedding's precision and recall per threshold on a labelled set).
     threshold: Annotated[float, Field(gt=0, le=1)] = 0.95
-    # Requests indexed in each replica (the oldest go first).
-    max_entries: Annotated[int, Field(ge=1)] = 10_000
+    # Requests indexed in each replica (the oldest go first); each holds one vector (4 KiB built in).
+    max_entries: Annotated[int, Field(ge=1)] = 2_000
     # An OpenAI-compatible embeddings server (POST {embedding_url}/v1/embeddings); None: the built-in hashed
     # lexical embedding.
     embedding_url: str | None = None

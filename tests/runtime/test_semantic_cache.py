@@ -114,3 +114,29 @@ def test_commit_without_expect_does_nothing() -> None:
 def test_scope_digest_is_stable() -> None:
     body = orjson.loads(canonical_body(_chat("x")))
     assert _scope(body) == _scope(_chat("x"))
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 11)), max_size=60), st.integers(0, 11))
+def test_the_index_answers_as_a_search_over_what_it_holds(ops: list[tuple[bool, int]], probe: int) -> None:
+    """Adds and removals in any order (rows moved inside the scope's matrix): the answer is the best kept vector."""
+    rng = np.random.default_rng(0)
+    vectors = [v / np.linalg.norm(v) for v in rng.normal(size=(12, 16)).astype(np.float32)]
+    index = SemanticIndex(threshold=-1.0, max_entries=8, ttl_s=60)
+    held: list[int] = []
+    for add, i in ops:
+        key = bytes([i])
+        if add:
+            index.expect(key, b"s", vectors[i])
+            index.commit(key)
+            held = [h for h in held if h != i] + [i]
+            held = held[-8:]  # the oldest go beyond max_entries
+        else:
+            index.forget(key)
+            held = [h for h in held if h != i]
+    found = index.nearest(b"s", vectors[probe])
+    if not held:
+        assert found is None
+        return
+    best = max(held, key=lambda h: float(vectors[h] @ vectors[probe]))
+    assert found is not None and found.key == bytes([best])
+    assert len(index) == len(held)
