@@ -85,11 +85,13 @@ def test_a_hot_prefix_spills_within_the_load_bound(
     engine: EngineSpec, plain_engine: EngineSpec, start_gateway: Callable[..., GatewayServer]
 ) -> None:
     """Eight long answers at once on one prefix: the home engine takes them while within 1.2 x the mean + 1, then the
-    rest spill to the other engine (the second choice for that prefix), instead of all queueing at home."""
+    rest spill to the other engine (the second choice for that prefix), instead of all queueing at home. The answers
+    are long (1,000 tokens, seconds each) so that all eight are in flight while they are placed: with 160 tokens CI
+    finished the first ones before the last were sent, and home took 7 of 8 within the bound."""
     urls = [engine.url, plain_engine.url]
     gw = start_gateway([_pool(engine, plain_engine)])
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Explain add at length."}]
-    body = {"model": MODEL, "messages": messages, "max_tokens": 160, "temperature": 0, "ignore_eos": True}
+    body = {"model": MODEL, "messages": messages, "max_tokens": 1000, "temperature": 0, "ignore_eos": True}
 
     async def hot() -> list[int]:
         async with httpx.AsyncClient(timeout=120) as client:
