@@ -27,6 +27,7 @@ def main() -> None:
     ap.add_argument("--phase-seconds", type=float, default=30.0)
     ap.add_argument("--port", type=int, default=18650)
     ap.add_argument("--out", type=Path, default=Path("bench/results/advisor-check"))
+    ap.add_argument("--arrivals", choices=["closed", "open"], default="closed")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     phases = tuple(Phase(p.name, args.phase_seconds, p.concurrency, p.code_share) for p in PHASES)
@@ -49,7 +50,7 @@ def main() -> None:
     finally:
         engine.stop()
     records, _ = load_records([prefix.with_name(f"{prefix.name}-static-k4.jsonl")])
-    advice = advise(records, "cpu", 4, seeds=2)
+    advice = advise(records, "cpu", 4, seeds=2, mode=args.arrivals)
     print(render(advice))
     measured = report["verdict"]["overall_mean_tpot_ms"]
     rows = []

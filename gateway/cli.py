@@ -352,7 +352,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     if skipped:
         print(f"skipped {skipped} lines that are not records", file=sys.stderr)
     try:
-        report = advise(records, args.engine_profile, args.max_k, args.seeds)
+        report = advise(records, args.engine_profile, args.max_k, args.seeds, args.arrivals)
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -608,6 +608,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     adv.add_argument("--max-k", type=int, default=None, help="default: the largest k in the record")
     adv.add_argument("--seeds", type=int, default=2, help="simulator seeds per acceptance level")
+    adv.add_argument(
+        "--arrivals",
+        choices=["closed", "open"],
+        default="closed",
+        help="replay the record's requests in flight as users who send again when answered (closed, default), or "
+        "its arrival rates (open)",
+    )
     adv.add_argument("--out", help="folder for advice.json and advice.png")
     adv.set_defaults(fn=cmd_advise)
 

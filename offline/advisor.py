@@ -5,7 +5,9 @@ and the acceptance histograms of the steps they ran. From it:
 
 - per route, the conditional acceptance at each draft position with a 90% interval (Wilson; positions the record
   never drafted are unknown, not zero), and the expected tokens per verify step E[L(k)] for k = 0..max;
-- a simulator scenario with the record's arrivals (per-minute rates), route mix, output lengths and acceptance, on
+- a simulator scenario with the record's traffic (closed loop by default: the requests it had in flight, per 10 s,
+  as users who send again when answered; or open arrivals at its per-10-s rates), route mix, output lengths and
+  acceptance, on
   a step-time profile (`--engine-profile`: the simulator's named profiles); every policy is run on the scenario at the
   interval's low end, its point and its high end (acceptance), each over `seeds`: static k = 0..max, vLLM's
   batch-size table, the best batch-size table in hindsight (offline/hindsight.py: the `num_speculative_tokens_per_
@@ -36,7 +38,8 @@ __all__ = ["RouteEvidence", "advise", "load_records", "render", "route_evidence"
 Which = Literal["low", "point", "high"]
 LEVELS: tuple[Which, ...] = ("low", "point", "high")
 _Z90 = 1.645
-BIN_S = 60.0
+BIN_S = 10.0
+Arrivals = Literal["closed", "open"]
 
 
 def load_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], int]:
@@ -144,6 +147,27 @@ def _arrivals(records: Sequence[dict[str, Any]]) -> tuple[tuple[float, float], .
     return tuple(((i + 1) * width, c / width) for i, c in enumerate(counts))
 
 
+def _users(records: Sequence[dict[str, Any]]) -> tuple[tuple[float, int], ...]:
+    """Requests in flight per bin (time-averaged from each request's start and end), as closed-loop users."""
+    start = min(r["t"] - _duration(r) for r in records)
+    end = records[-1]["t"]
+    bins = max(1, math.ceil((end - start) / BIN_S))
+    busy = [0.0] * bins
+    for r in records:
+        a, b = r["t"] - _duration(r) - start, r["t"] - start
+        for i in range(int(a // BIN_S), min(bins, int(b // BIN_S) + 1)):
+            busy[i] += max(0.0, min(b, (i + 1) * BIN_S) - max(a, i * BIN_S))
+    width = (end - start) / bins
+    return tuple(((i + 1) * width, max(1, round(x / BIN_S))) for i, x in enumerate(busy))
+
+
+def _duration(rec: dict[str, Any]) -> float:
+    e2e = rec.get("e2e_s")
+    if isinstance(e2e, int | float):
+        return float(e2e)
+    return float(rec.get("ttft_s") or 0.0) + float(rec.get("decode_s") or 0.0)
+
+
 def scenario_from_records(
     records: Sequence[dict[str, Any]],
     evidence: dict[str, RouteEvidence],
@@ -151,10 +175,13 @@ def scenario_from_records(
     max_k: int,
     which: Which = "point",
     only: str | None = None,
+    mode: Arrivals = "closed",
 ) -> Scenario:
-    """The recorded traffic as a simulator scenario (all routes, or `only` one of them at its own rate)."""
+    """The recorded traffic as a simulator scenario (all routes, or `only` one of them at its own rate): closed
+    loop (the record's requests in flight as users who send again when answered) or open arrivals at its rates."""
     chosen = [r for r in records if only is None or r["route"] == only]
     arrivals = _arrivals(chosen)
+    users = _users(chosen) if mode == "closed" else ()
     routes = []
     for name, ev in sorted(evidence.items()):
         if only is not None and name != only:
@@ -173,12 +200,13 @@ def scenario_from_records(
     prompts = [int(r.get("prompt_tokens") or 0) for r in chosen]
     return Scenario(
         f"record{'-' + only if only else ''}-{which}",
-        arrivals[-1][0],
+        users[-1][0] if users else arrivals[-1][0],
         arrivals,
         tuple(routes),
         profile=profile,
         max_k=max_k,
         prompt_tokens=max(1, round(statistics.fmean(prompts))) if prompts else 512,
+        users=users,
     )
 
 
@@ -188,7 +216,13 @@ def _mean_tpot(scenario: Scenario, policy_name: str, table: tuple[tuple[int, int
     return float(got) if got is not None else None
 
 
-def advise(records: Sequence[dict[str, Any]], profile: str, max_k: int | None = None, seeds: int = 2) -> dict[str, Any]:
+def advise(
+    records: Sequence[dict[str, Any]],
+    profile: str,
+    max_k: int | None = None,
+    seeds: int = 2,
+    mode: Arrivals = "closed",
+) -> dict[str, Any]:
     if not records:
         raise ValueError("no records: turn recording.enabled on and send traffic first")
     if profile not in STEP_PROFILES:
@@ -196,12 +230,12 @@ def advise(records: Sequence[dict[str, Any]], profile: str, max_k: int | None = 
     top = max_k if max_k is not None else max(int(r.get("k") or 0) for r in records)
     top = max(top, 1)
     evidence = route_evidence(records, top)
-    point = scenario_from_records(records, evidence, profile, top)
+    point = scenario_from_records(records, evidence, profile, top, mode=mode)
     table, _, _ = hindsight_table(point, [point.seed])
     policies = [*(f"static-k{k}" for k in range(top + 1)), "vllm-batch-table", "hindsight-table", "specgate"]
     tpots: dict[str, list[float]] = {p: [] for p in policies}
     for which in LEVELS:
-        base = scenario_from_records(records, evidence, profile, top, which)
+        base = scenario_from_records(records, evidence, profile, top, which, mode=mode)
         for seed in range(seeds):
             scenario = replace(base, seed=base.seed + 1000 * seed)
             for name in policies:
@@ -210,12 +244,13 @@ def advise(records: Sequence[dict[str, Any]], profile: str, max_k: int | None = 
                     tpots[name].append(got)
     no_spec = []
     for name in sorted(evidence):
-        alone = scenario_from_records(records, evidence, profile, top, "point", only=name)
+        alone = scenario_from_records(records, evidence, profile, top, "point", only=name, mode=mode)
         per_k = [_mean_tpot(alone, f"static-k{k}", None) or math.inf for k in range(top + 1)]
         if min(range(top + 1), key=per_k.__getitem__) == 0:
             no_spec.append(name)
     return {
         "profile": profile,
+        "arrivals": mode,
         "max_k": top,
         "requests": len(records),
         "span_s": round(records[-1]["t"] - records[0]["t"], 1),
@@ -252,8 +287,8 @@ def advise(records: Sequence[dict[str, Any]], profile: str, max_k: int | None = 
 
 def render(report: dict[str, Any]) -> str:
     lines = [
-        f"{report['requests']} requests over {report['span_s']} s; engine profile {report['profile']} (a simulator "
-        f"profile, not your engine); max k {report['max_k']}",
+        f"{report['requests']} requests over {report['span_s']} s replayed as {report['arrivals']} arrivals; engine "
+        f"profile {report['profile']} (a simulator profile, not your engine); max k {report['max_k']}",
         "",
         "acceptance per draft position (point [90% interval], trials):",
     ]

@@ -121,6 +121,15 @@ class Scenario:
     kv_tokens: int | None = None
     prompt_tokens: int = 512
     prefill_s_per_token: float = 2.0e-5
+    # Closed loop instead of `arrivals`: (until_s, users) phases; each user sends its next request as soon as its
+    # last one finishes (what `specgate bench` and chat clients do). Empty: open arrivals at `arrivals`' rates.
+    users: tuple[tuple[float, int], ...] = ()
+
+    def users_at(self, t: float) -> int:
+        for until, n in self.users:
+            if t < until:
+                return n
+        return self.users[-1][1]
 
     def rate_at(self, t: float) -> float:
         for until, rate in self.arrivals:
@@ -249,8 +258,8 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
     routes = {r.name: r for r in scenario.routes}
     weights = [r.share for r in scenario.routes]
     names = [r.name for r in scenario.routes]
-    # arrivals by thinning a Poisson process with the maximum rate
-    max_rate = max(rate for _, rate in scenario.arrivals)
+    # arrivals by thinning a Poisson process with the maximum rate (closed loop: users replace what finishes)
+    max_rate = 0.0 if scenario.users else max(rate for _, rate in scenario.arrivals)
     arrivals: list[tuple[float, str]] = []
     t = 0.0
     while max_rate > 0:
@@ -279,7 +288,11 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
     preemptions = 0
     kv_peak, kv_running = 0.0, 0
     cap, prompt = scenario.kv_tokens, scenario.prompt_tokens
-    while now < scenario.duration_s and (arrivals or waiting or running or preempted):
+    while now < scenario.duration_s and (arrivals or waiting or running or preempted or scenario.users):
+        if scenario.users:
+            # Users who are not waiting on an answer send their next request now.
+            for _ in range(scenario.users_at(now) - len(arrivals) - len(waiting) - len(running) - len(preempted)):
+                heapq.heappush(arrivals, (now, rng.choices(names, weights)[0]))
         while arrivals and arrivals[0][0] <= now:
             waiting.append(heapq.heappop(arrivals))
         rejoined: list[_Req] = []
@@ -293,7 +306,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             pinned = bool(getattr(policy, "pinned", False))
             running.append(_Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1), pinned=pinned))
         if not running:
-            now = arrivals[0][0] if arrivals else scenario.duration_s
+            now = arrivals[0][0] if arrivals else _next_phase(scenario, now)
             continue
         ks = _step_ks(policy, running, now, len(running), scenario.max_k)
         while cap is not None and len(running) > 1 and _held(running, ks, prompt) > cap:
@@ -365,6 +378,12 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             next_tick = now + tick_s
     result.preemptions = preemptions
     return result
+
+
+def _next_phase(scenario: Scenario, now: float) -> float:
+    """Idle with nothing to come: the end, or (closed loop) the next phase's start, when users may come back."""
+    later = [until for until, _ in scenario.users if until > now]
+    return min(later[0], scenario.duration_s) if later else scenario.duration_s
 
 
 def _held(running: Sequence[_Req], ks: Sequence[int], prompt: int) -> int:

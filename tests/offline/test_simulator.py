@@ -183,3 +183,16 @@ def test_the_kv_rule_acts_in_the_simulator_only_when_turned_on() -> None:
     shipped = make_policy("specgate", tight)
     run(tight, shipped)
     assert not any("KV pressure" in rec.reason for rec in shipped.ctl.log)  # type: ignore[attr-defined]  # AdaptiveSchedule
+
+
+def test_closed_loop_users_keep_their_number_in_flight() -> None:
+    """`users`: each user sends again as soon as answered. One user keeps the engine busy the whole phase, one at a
+    time; eight make each step a batch of eight (slower per token on the cpu profile); a phase of none lets it idle."""
+    base = replace(small("cpu-engine"), duration_s=30.0)
+    one = run(replace(base, users=((30.0, 1),)), make_policy("static-k0", base))
+    eight = run(replace(base, users=((30.0, 8),)), make_policy("static-k0", base))
+    assert one.busy_s > 0.97 * 30.0 and eight.busy_s > 0.97 * 30.0
+    assert eight.finished > 2 * one.finished
+    assert eight.summary()["mean_tpot_ms"] > one.summary()["mean_tpot_ms"]
+    pause = run(replace(base, users=((10.0, 1), (20.0, 0), (30.0, 1))), make_policy("static-k0", base))
+    assert 0.6 * 30.0 < pause.busy_s < 0.75 * 30.0
