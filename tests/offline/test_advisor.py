@@ -14,19 +14,11 @@ from typing import Any
 import pytest
 from specgate.offline.advisor import advise, load_records, render, route_evidence
 
+from tests.controllers.test_controller import hist
+
 pytestmark = pytest.mark.slow
 
 TRUTH = {"code": 0.9, "chat": 0.05}
-
-
-def _histogram(rng: random.Random, alpha: float, k: int, steps: int) -> list[int]:
-    hist = [0] * (k + 1)
-    for _ in range(steps):
-        j = 0
-        while j < k and rng.random() < alpha:
-            j += 1
-        hist[j] += 1
-    return hist
 
 
 def _records(seconds: int = 90, rate: float = 3.0) -> list[dict[str, Any]]:
@@ -47,7 +39,7 @@ def _records(seconds: int = 90, rate: float = 3.0) -> list[dict[str, Any]]:
                 "scheduled": False,
                 "prompt_tokens": 200,
                 "completion_tokens": 120,
-                "histogram": _histogram(rng, TRUTH[route], 4, 40),
+                "histogram": list(hist(TRUTH[route], 4, 40, rng)),
                 "by_k": [],
             }
         )
