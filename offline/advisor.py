@@ -158,7 +158,8 @@ def _users(records: Sequence[dict[str, Any]]) -> tuple[tuple[float, int], ...]:
         for i in range(int(a // BIN_S), min(bins, int(b // BIN_S) + 1)):
             busy[i] += max(0.0, min(b, (i + 1) * BIN_S) - max(a, i * BIN_S))
     width = (end - start) / bins
-    return tuple(((i + 1) * width, max(1, round(x / BIN_S))) for i, x in enumerate(busy))
+    # A bin with any request in flight has at least one user; one with none (a quiet spell) has none.
+    return tuple(((i + 1) * width, max(1, round(x / BIN_S)) if x > 0 else 0) for i, x in enumerate(busy))
 
 
 def _duration(rec: dict[str, Any]) -> float:

@@ -92,7 +92,9 @@ def draft_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpe
     yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_DRAFT_ENGINE_URL", speculation="draft_model")
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, unlike the engines many modules share: each vLLM server holds ~3 GB, and CI's machine (24 GiB) ran
+# out of memory (the kernel killed engine workers mid-run) with every engine kept for the whole session.
+@pytest.fixture(scope="module")
 def eagle3_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
     """A real vLLM server started from a Red Hat Speculators EAGLE-3 checkpoint made for the tiny model
     (backends/testbed.py): vLLM takes the verifier (the tiny model) and k = 3 from the checkpoint. The head is
@@ -112,7 +114,7 @@ def eagle3_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSp
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # one module uses it; see eagle3_engine
 def embeddings_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
     """A real vLLM server answering `/v1/embeddings` from the tiny model (`--runner pooling --convert embed`), for the
     semantic cache's embeddings endpoint. SPECGATE_TEST_EMBEDDINGS_ENGINE_URL reuses one started with those flags."""

