@@ -148,7 +148,8 @@ def _arrivals(records: Sequence[dict[str, Any]]) -> tuple[tuple[float, float], .
 
 
 def _users(records: Sequence[dict[str, Any]]) -> tuple[tuple[float, int], ...]:
-    """Requests in flight per bin (time-averaged from each request's start and end), as closed-loop users."""
+    """Requests in flight per bin (time-averaged from each request's start and end), as closed-loop users; empty when
+    no record carries its timing."""
     start = min(r["t"] - _duration(r) for r in records)
     end = records[-1]["t"]
     bins = max(1, math.ceil((end - start) / BIN_S))
@@ -157,6 +158,8 @@ def _users(records: Sequence[dict[str, Any]]) -> tuple[tuple[float, int], ...]:
         a, b = r["t"] - _duration(r) - start, r["t"] - start
         for i in range(int(a // BIN_S), min(bins, int(b // BIN_S) + 1)):
             busy[i] += max(0.0, min(b, (i + 1) * BIN_S) - max(a, i * BIN_S))
+    if not any(busy):
+        return ()  # no request carries its timing: nothing to replay as users (open arrivals instead)
     width = (end - start) / bins
     # A bin with any request in flight has at least one user; one with none (a quiet spell) has none.
     return tuple(((i + 1) * width, max(1, round(x / BIN_S)) if x > 0 else 0) for i, x in enumerate(busy))
