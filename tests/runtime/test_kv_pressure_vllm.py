@@ -49,7 +49,9 @@ def test_preemptions_cap_k_and_the_cap_lifts_when_the_cache_has_room(
     small_kv_engine: EngineSpec, start_gateway: Callable[..., GatewayServer]
 ) -> None:
     # 10 requests' 4 drafts are 40 of 3,072 slots (1.3%): a draft share of 0.5% makes the (opt-in) rule act.
-    controller = {"tick_s": 0.5, "kv_cap": True, "kv_draft_share": 0.005, "kv_recover_s": 2.0, "stale_after_s": 120}
+    # kv_recover_s 8: with 2 s the cap had already lifted once when read (CI: the last requests ran on alone with the
+    # cache below kv_low for over 2 s before the check); the lift itself is awaited below for up to 60 s.
+    controller = {"tick_s": 0.5, "kv_cap": True, "kv_draft_share": 0.005, "kv_recover_s": 8.0, "stale_after_s": 120}
     gw = start_gateway([engine_pool(small_kv_engine)], controller=controller, scrape={"interval_s": 0.5})
     assert _cap(gw)["cap"] is None
     preempted_before = _preemptions(small_kv_engine)
