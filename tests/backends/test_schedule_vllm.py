@@ -66,7 +66,9 @@ def test_schedule_caps_drafts_per_step_at_the_batch_size(any_engine: EngineSpec)
     schedule = {"specgate_k_schedule": "1:4,4:0"}
     assert _alone(any_engine, schedule)["num_draft_tokens"] > 0
     loaded = asyncio.run(_under_load(any_engine, schedule, others=5))
-    assert loaded["num_draft_tokens"] == 0
+    # At most one drafted step (k = 4): a local run once saw the batch dip below four for one step even so, while
+    # finished requests were being replaced. Ignoring the schedule drafts 4 at nearly every step of the 24 tokens.
+    assert loaded["num_draft_tokens"] <= 4, loaded
 
 
 def test_cap_and_schedule_take_the_smaller(any_engine: EngineSpec) -> None:

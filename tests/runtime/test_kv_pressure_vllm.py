@@ -48,10 +48,12 @@ async def _long_requests(gw: GatewayServer, n: int) -> None:
 def test_preemptions_cap_k_and_the_cap_lifts_when_the_cache_has_room(
     small_kv_engine: EngineSpec, start_gateway: Callable[..., GatewayServer]
 ) -> None:
-    # 10 requests' 4 drafts are 40 of 3,072 slots (1.3%): a draft share of 0.5% makes the (opt-in) rule act.
+    # A draft share of 0.1% (3 of 3,072 slots) caps k whatever the running count at the reading that saw the
+    # pressure: with 0.5% a reading taken while only three requests ran (the cache holds about four of these) gave
+    # floor(15.4 / 3) = 5 >= max k, so no cap (CI, once).
     # kv_recover_s 8: with 2 s the cap had already lifted once when read (CI: the last requests ran on alone with the
-    # cache below kv_low for over 2 s before the check); the lift itself is awaited below for up to 60 s.
-    controller = {"tick_s": 0.5, "kv_cap": True, "kv_draft_share": 0.005, "kv_recover_s": 8.0, "stale_after_s": 120}
+    # cache below kv_low for over 2 s before the check); the lift itself is awaited below for up to 90 s.
+    controller = {"tick_s": 0.5, "kv_cap": True, "kv_draft_share": 0.001, "kv_recover_s": 8.0, "stale_after_s": 120}
     gw = start_gateway([engine_pool(small_kv_engine)], controller=controller, scrape={"interval_s": 0.5})
     assert _cap(gw)["cap"] is None
     preempted_before = _preemptions(small_kv_engine)
@@ -64,8 +66,9 @@ def test_preemptions_cap_k_and_the_cap_lifts_when_the_cache_has_room(
     assert "KV use" in str(under["reason"]), under
     assert float(cap_line.rsplit(" ", 1)[1]) < small_kv_engine.max_k
     assert under["pool_max"] == under["cap"]
-    # Idle: the cache empties; after kv_recover_s below kv_low per step the cap rises back to the pool's max.
-    deadline = time.monotonic() + 60
+    # Idle: the cache empties; after kv_recover_s below kv_low per step the cap rises back to the pool's max (from
+    # 0, four steps of 8 s).
+    deadline = time.monotonic() + 90
     while _cap(gw)["cap"] is not None:
         assert time.monotonic() < deadline, f"the cap never lifted: {_cap(gw)}"
         time.sleep(0.5)
