@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 from specgate.backends.capabilities import discover, expected
-from specgate.backends.pool import Endpoint, PoolSet
+from specgate.backends.pool import Endpoint, Pool, PoolSet
 from specgate.backends.sglang import discover_sglang, parse_sglang_metrics
 from specgate.backends.vllm_metrics import EngineSnapshot, parse_vllm_metrics
-from specgate.controllers.capabilities import EngineFacts, mismatches
+from specgate.controllers.capabilities import EngineFacts, Expected, mismatches
 
-from specgate.config import DiscoveryConfig, HealthConfig, ScrapeConfig
+from specgate.config import DiscoveryConfig, HealthConfig, PoolConfig, ScrapeConfig
 
 __all__ = ["EndpointMonitor"]
 
@@ -68,16 +68,58 @@ class EndpointMonitor:
         self._on_health = on_health
         self._discovery = discovery if discovery is not None else DiscoveryConfig(enabled=False)
         self._on_facts = on_facts
-        self._expected = {
-            p.name: expected(p.config, tested_versions if p.config.engine == "vllm" else ()) for p in pools.pools
-        }
-        self._models = {p.name: p.config.model for p in pools.pools}
-        self._sglang = {p.name for p in pools.pools if p.config.engine == "sglang"}
+        self._tested = tested_versions
+        self._expected: dict[str, Expected] = {}
+        self._models: dict[str, str] = {}
+        self._sglang: set[str] = set()
+        self._configs: dict[str, PoolConfig] = {}
         # One client per pool: its TLS settings are the relay's (backends/tls.py), and like the relay it ignores the
         # HTTP(S)_PROXY variables, so that both reach (and judge) an endpoint the same way.
-        self._clients = {p.name: _client(p.ssl_context, p.config.tls.server_name) for p in pools.pools}
+        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._learn(pools.pools)
         self._tasks: list[asyncio.Task[None]] = []
         self._discovering: dict[Endpoint, asyncio.Task[None]] = {}
+        # Clients a reload replaced, closed once it is installed.
+        self._retired: list[httpx.AsyncClient] = []
+
+    def _learn(self, pools: list[Pool]) -> None:
+        for p in pools:
+            before = self._configs.get(p.name)
+            if before is None or before.tls != p.config.tls:
+                self._clients[p.name] = _client(p.ssl_context, p.config.tls.server_name)
+            self._configs[p.name] = p.config
+            self._expected[p.name] = expected(p.config, self._tested if p.config.engine == "vllm" else ())
+            self._models[p.name] = p.config.model
+            if p.config.engine == "sglang":
+                self._sglang.add(p.name)
+            else:
+                self._sglang.discard(p.name)
+
+    async def stage(self, staged: PoolSet) -> None:
+        """Before a reloaded config's pools take traffic: know them (clients, expected facts), and health-check the
+        endpoints that are new, so that one that does not answer gets none. Pools on their way out keep their
+        clients until `installed`."""
+        live = set(self._pools.endpoints())
+        superseded = {name: self._clients.get(name) for name in self._configs}
+        self._learn(staged.pools)
+        self._retired = [c for name, c in superseded.items() if c is not None and self._clients.get(name) is not c]
+        await asyncio.gather(*(self.check(ep) for ep in staged.endpoints() if ep not in live))
+
+    async def installed(self, changed_pools: set[str]) -> None:
+        """After the reload's pools are live: forget removed pools, close clients no longer used, and rediscover the
+        endpoints of pools whose config changed (their facts were judged against the old one)."""
+        names = {p.name for p in self._pools.pools}
+        gone = [name for name in self._configs if name not in names]
+        for name in gone:
+            self._retired.append(self._clients.pop(name))
+            for table in (self._configs, self._expected, self._models):
+                table.pop(name, None)
+            self._sglang.discard(name)
+        retired, self._retired = self._retired, []
+        await asyncio.gather(*(c.aclose() for c in retired), return_exceptions=True)
+        for ep in self._pools.endpoints():
+            if ep.pool in changed_pools and ep.healthy:
+                self._rediscover(ep, "its pool's config was reloaded")
 
     async def start(self) -> None:
         # One health round (and a discovery of what answered) before serving, so /readyz, picking and the k sent to

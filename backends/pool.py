@@ -159,29 +159,46 @@ class Pool:
 
 
 class PoolSet:
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, carry: PoolSet | None = None) -> None:
+        """`carry`: the set a reloaded config replaces; its endpoints still listed under the same pool are reused, with
+        their health, breaker, load and discovered facts (the new config's credentials and breaker settings)."""
         stale = config.scrape.interval_s * config.scrape.stale_after_intervals
         b = config.breaker
         settings = BreakerSettings(b.failure_threshold, b.open_s, b.max_open_s)
         picking = config.picking
         scoring = Scoring(picking.weights.load, picking.weights.prefix, picking.load_bound, picking.load_slack)
+        known = {(ep.pool, ep.url): ep for ep in carry.endpoints()} if carry is not None else {}
+
+        def endpoint(p: PoolConfig, url: str) -> Endpoint:
+            ep = known.get((p.name, url))
+            if ep is None:
+                return Endpoint(url, p.name, breaker=CircuitBreaker(settings), headers=p.auth.header_values())
+            ep.breaker.settings, ep.headers = settings, p.auth.header_values()
+            return ep
+
         self.pools = [
             Pool(
                 p,
-                [
-                    Endpoint(url, p.name, breaker=CircuitBreaker(settings), headers=p.auth.header_values())
-                    for url in p.endpoints
-                ],
+                [endpoint(p, url) for url in p.endpoints],
                 stale,
                 ssl_context=ssl_context(p.tls) if p.tls.configured else None,
                 scoring=scoring,
             )
             for p in config.pools
         ]
+        self._index()
+
+    def _index(self) -> None:
         self._by_name = {pool.name: pool for pool in self.pools}
         self._by_model: dict[str, list[Pool]] = {}
         for pool in self.pools:
             self._by_model.setdefault(pool.config.model, []).append(pool)
+
+    def install(self, staged: PoolSet) -> None:
+        """Serve `staged`'s pools from now on (a config reload), in place: everything holding this set sees them at
+        once. Requests already planned keep their Pool objects, and with them the endpoints they started on."""
+        self.pools = staged.pools
+        self._index()
 
     def models(self) -> list[str]:
         return list(self._by_model)

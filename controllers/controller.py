@@ -377,6 +377,59 @@ class SpeculationController:
             return 1.0
         return self.estimator(rt.spec.name, rt.spec.pool).proposal_rate()
 
+    # -- reload -------------------------------------------------------------------------------------
+    def carry_from(self, old: SpeculationController) -> None:
+        """Go on from `old` after a config reload: what it learnt about routes and pools that still exist
+        (acceptance, step-time fits, KV pressure; each route's k and schedule within its new bounds), its decision
+        log, admin pins and flags, and versions that keep growing. New routes and pools start fresh, as does a pool
+        whose max k, speculation method or cost prior changed (its fits describe another drafter or engine), and a
+        route that now runs on another pool."""
+        self.version, self.ticks = old.version + 1, old.ticks
+        self.paused, self.kill_switch = old.paused, old.kill_switch
+        self.log.extend(old.log)
+        kept = {
+            name
+            for name, pool in self._pools.items()
+            if (before := old._pools.get(name)) is not None
+            and (before.max_k, before.method, before.prior) == (pool.max_k, pool.method, pool.prior)
+        }
+        for name in kept:
+            self._pool_acceptance[name] = self._retuned(old._pool_acceptance[name])
+            self._cost[name] = old._cost[name]
+            if self.settings.kv_cap:
+                kv, was = self._kv[name], old._kv[name]
+                kv.cap, kv.reason, kv._calm_since = was.cap, was.reason, was._calm_since
+            for table in ("_last_batch", "_engine_steps_at"):
+                if name in getattr(old, table):
+                    getattr(self, table)[name] = getattr(old, table)[name]
+        for (route, pool), est in old._estimators.items():
+            if route in self._routes and pool in kept:
+                self._estimators[(route, pool)] = self._retuned(est)
+        for name, rt in self._routes.items():
+            before_rt = old._routes.get(name)
+            if before_rt is not None:
+                self._carry_route(rt, before_rt, same_pool=before_rt.spec.pool == rt.spec.pool and rt.spec.pool in kept)
+        self._refresh_explore()
+        self._shares = {name: self.explore_share(name) for name in self._routes}
+
+    def _retuned(self, est: AcceptanceEstimator) -> AcceptanceEstimator:
+        est.half_life_s, est.z = self.settings.half_life_s, self.settings.z
+        return est
+
+    def _carry_route(self, rt: _RouteRuntime, old: _RouteRuntime, same_pool: bool) -> None:
+        spec = rt.spec
+        if old.admin_pin is not None and spec.k_min <= old.admin_pin <= spec.k_max:
+            rt.admin_pin = old.admin_pin
+        if not same_pool:
+            return
+        rt.last_obs_at, rt.weight, rt.weight_at, rt.speedup = old.last_obs_at, old.weight, old.weight_at, old.speedup
+        if spec.pin is not None or not self.settings.adaptive:
+            return  # the config's pin, or static mode, decides k: as at a start
+        rt.k = self._clamp(spec, old.k)
+        rt.schedule = tuple((lo, self._clamp(spec, k)) for lo, k in old.schedule) or ((1, rt.k),)
+        rt.reason = old.reason if rt.k == old.k else f"{old.reason} (clamped to the reloaded bounds)"
+        rt.changed_at, rt.schedule_changed_at = old.changed_at, old.schedule_changed_at
+
     # -- admin --------------------------------------------------------------------------------------
     def pin(self, route: str, k: int | None) -> None:
         rt = self._routes[route]

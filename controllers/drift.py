@@ -164,6 +164,17 @@ class DriftMonitor:
         self.detectors = {r: DriftDetector(self.settings) for r in routes}
         self.last_rate: dict[str, float] = {}
 
+    def carry_from(self, old: DriftMonitor) -> None:
+        """Go on from `old` after a config reload: routes that still exist keep their baseline, their state (a firing
+        alert stays firing until it recovers) and their last rate, under the new settings."""
+        for route in list(self.detectors):
+            before = old.detectors.get(route)
+            if before is not None:
+                before.settings = self.settings
+                self.detectors[route] = before
+            if route in old.last_rate:
+                self.last_rate[route] = old.last_rate[route]
+
     def add(self, route: str, trials: float, passes: float, break_even: float | None = None) -> DriftEvent | None:
         """Counts for a route; an event when its alert starts firing or resolves, else None."""
         det = self.detectors.get(route)

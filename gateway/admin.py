@@ -1,4 +1,4 @@
-"""Admin API (JSON): see and steer the controller.
+"""Admin API (JSON): see and steer the loop.controller.
 
     GET    /admin/routes                      per route: k, acceptance, expected speed-up, pins, last decision
     PUT    /admin/routes/{name}/k   {"k": 3}  pin a route's k (within its bounds)
@@ -8,6 +8,8 @@
     POST   /admin/controller/kill-switch      {"enabled": true|false} (default true): k = 0 everywhere
     GET    /admin/decisions?limit=N           the decision log, newest last
     GET    /admin/pools                       per pool: config, what each endpoint was verified to do, mismatches
+    GET    /admin/config                      the config in force (secrets masked) and the last reload's outcome
+    POST   /admin/config/reload               re-read the config file and apply it (runtime/reload.py)
 
 With `admin_key` set in the config every call needs `Authorization: Bearer <admin_key>` (else 403).
 Each change takes effect at once (a tick runs immediately) and is logged. Handlers raise GatewayError; the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -29,9 +32,10 @@ from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.controllers.k_schedule import encode
 from specgate.runtime.control_loop import ControlLoop
 from specgate.runtime.coordination import Coordinator
+from specgate.runtime.reload import ConfigReloader, ReloadOutcome
 from starlette.responses import Response
 
-from specgate.errors import Forbidden, InvalidRequest, ModelNotFound
+from specgate.errors import Forbidden, GatewayError, InvalidRequest, ModelNotFound
 
 __all__ = ["admin_router"]
 
@@ -45,6 +49,28 @@ class PoolNotFound(ModelNotFound):
 
 class RouteNotFound(ModelNotFound):
     code = "route_not_found"
+
+
+class ReloadUnavailable(GatewayError):
+    status = 409
+    type = "invalid_request_error"
+    code = "reload_unavailable"
+
+
+class ConfigRejected(GatewayError):
+    """A reload refused: every error in the message (one per line) and in `errors`; the old config keeps serving."""
+
+    status = 422
+    type = "invalid_request_error"
+    code = "config_rejected"
+
+    def __init__(self, outcome: ReloadOutcome) -> None:
+        super().__init__("config reload rejected; the running config stays:\n" + "\n".join(outcome.errors))
+        self.outcome = outcome
+
+    def body(self) -> bytes:
+        data = orjson.loads(super().body())
+        return orjson.dumps({**data, "reload": self.outcome.as_dict()})
 
 
 def _ok(data: Any, status: int = 200) -> Response:
@@ -70,20 +96,26 @@ def _all_off(table: DecisionTable) -> MappingProxyType[str, RouteDecision]:
     )
 
 
-def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: SecretStr | None) -> APIRouter:
+def admin_router(
+    loop: ControlLoop,
+    coordinator: Coordinator,
+    admin_key: Callable[[], SecretStr | None],
+    reloader: Callable[[], ConfigReloader | None] = lambda: None,
+) -> APIRouter:
+    """`admin_key` and `reloader` are read at each call, and the controller through `loop`: a reload replaces them."""
     router = APIRouter(prefix="/admin")
-    controller = loop.controller
 
     def check(request: Request) -> None:
-        if admin_key is None:
+        key = admin_key()
+        if key is None:
             return
         given = request.headers.get("authorization", "")
         token = given[7:] if given.lower().startswith("bearer ") else ""
-        if not hmac.compare_digest(token.encode(), admin_key.get_secret_value().encode()):
+        if not hmac.compare_digest(token.encode(), key.get_secret_value().encode()):
             raise Forbidden("this call needs the admin key")
 
     def route_or_404(name: str) -> None:
-        if name not in controller.route_names():
+        if name not in loop.controller.route_names():
             raise RouteNotFound(f"no route named '{name}'", param="name")
 
     def follower() -> bool:
@@ -92,10 +124,10 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: SecretS
     def controller_status() -> dict[str, Any]:
         replica = coordinator.info
         return {
-            "paused": controller.paused,
-            "kill_switch": controller.kill_switch,
+            "paused": loop.controller.paused,
+            "kill_switch": loop.controller.kill_switch,
             "decision_table_version": loop.dispatcher.table.version,
-            "ticks": controller.ticks,
+            "ticks": loop.controller.ticks,
             "last_tick_unix": loop.last_tick_at,
             "enabled": loop.config.controller.enabled,
             "tick_s": loop.config.controller.tick_s,
@@ -124,7 +156,7 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: SecretS
         return _ok(
             {
                 "version": loop.dispatcher.table.version,
-                "routes": {name: controller.route_status(name) for name in controller.route_names()},
+                "routes": {name: loop.controller.route_status(name) for name in loop.controller.route_names()},
             }
         )
 
@@ -137,21 +169,21 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: SecretS
         if not isinstance(k, int) or isinstance(k, bool):
             raise InvalidRequest("'k' must be an integer", param="k")
         try:
-            controller.pin(name, k)
+            loop.controller.pin(name, k)
         except ValueError as exc:
             raise InvalidRequest(str(exc), param="k") from None
         shared = await share(f"pin:{name}", str(k))
         log.info("route pinned", extra={"route": name, "k": k, "shared": shared})
-        return _ok({**controller.route_status(name), "shared": shared})
+        return _ok({**loop.controller.route_status(name), "shared": shared})
 
     @router.delete("/routes/{name}/k")
     async def unpin(name: str, request: Request) -> Response:
         check(request)
         route_or_404(name)
-        controller.pin(name, None)
+        loop.controller.pin(name, None)
         shared = await share(f"pin:{name}", None)
         log.info("route unpinned", extra={"route": name, "shared": shared})
-        return _ok({**controller.route_status(name), "shared": shared})
+        return _ok({**loop.controller.route_status(name), "shared": shared})
 
     @router.get("/controller")
     async def status(request: Request) -> Response:
@@ -165,7 +197,7 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: SecretS
             value = body.get("enabled", True)
             if not isinstance(value, bool):
                 raise InvalidRequest("'enabled' must be a boolean", param="enabled")
-        setattr(controller, attr, value)
+        setattr(loop.controller, attr, value)
         shared = await share(attr, "1" if value else "0")
         if attr == "kill_switch" and value and follower():
             # Safety first: k = 0 here now, not only once the leader's next table arrives.
@@ -198,7 +230,7 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: SecretS
         check(request)
         if name not in {p.name for p in loop.config.pools}:
             raise PoolNotFound(f"no pool named '{name}'", param="name")
-        per_route, table = controller.schedules(name)
+        per_route, table = loop.controller.schedules(name)
         in_force = loop.dispatcher.table.routes
         return _ok(
             {
@@ -221,7 +253,34 @@ def admin_router(loop: ControlLoop, coordinator: Coordinator, admin_key: SecretS
             shared = await coordinator.shared_decisions(max(1, min(limit, 10_000)))
             if shared is not None:
                 return _ok(shared)
-        records = list(controller.log)[-max(1, min(limit, 10_000)) :]
+        records = list(loop.controller.log)[-max(1, min(limit, 10_000)) :]
         return _ok([r.as_dict() for r in records])
+
+    @router.get("/config")
+    async def config(request: Request) -> Response:
+        check(request)
+        r = reloader()
+        last = r.last if r is not None else None
+        return _ok(
+            {
+                "reloadable": r is not None,
+                "last_reload": None if last is None else last.as_dict(),
+                # SecretStr fields dump as "**********".
+                "config": loop.config.model_dump(mode="json"),
+            }
+        )
+
+    @router.post("/config/reload")
+    async def reload(request: Request) -> Response:
+        check(request)
+        r = reloader()
+        if r is None:
+            raise ReloadUnavailable(
+                "this gateway was not started from a config file (`specgate serve --config FILE`): nothing to reload"
+            )
+        outcome = await r.reload("admin-api")
+        if outcome.result == "rejected":
+            raise ConfigRejected(outcome)
+        return _ok(outcome.as_dict())
 
     return router

@@ -10,8 +10,9 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import signal
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +39,7 @@ from specgate.gateway.auth import Authenticator, RateLimiter, presented_key
 from specgate.gateway.generation import PATHS, GenerationHandler, GenerationLimits, request_id
 from specgate.gateway.openapi import generation_paths
 from specgate.runtime.alerts import AlertDispatcher
+from specgate.runtime.classifier_files import ClassifierLoadError
 from specgate.runtime.classify import RequestClassifier
 from specgate.runtime.control_loop import ControlLoop
 from specgate.runtime.coordination import StoreCoordinator
@@ -45,6 +47,7 @@ from specgate.runtime.dispatch import Dispatcher, Plan
 from specgate.runtime.metrics import GatewayMetrics
 from specgate.runtime.recorder import WorkloadRecorder
 from specgate.runtime.relay import Relay, RelayResult, StreamRelay
+from specgate.runtime.reload import ConfigReloader, ConfigWatcher
 from specgate.runtime.requests import Api, ParsedRequest
 from specgate.runtime.response_cache import ResponseCache
 from specgate.runtime.semantic_cache import Embedder, HashedEmbedder, SemanticIndex
@@ -55,7 +58,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from specgate.config import GatewayConfig
+from specgate.config import ConfigError, GatewayConfig
 from specgate.errors import (
     GatewayError,
     InvalidRequest,
@@ -165,9 +168,78 @@ class Gateway:
             if rec.enabled
             else None
         )
+        self._semantic_on = semantic is not None
+        self._route_cache: dict[str, str] = {}
+        self._route_semantic: set[str] = set()
+        self._route_options(config)
+        self.reloader: ConfigReloader | None = None
+        self.watcher: ConfigWatcher | None = None
+
+    def _route_options(self, config: GatewayConfig) -> None:
         self._route_cache = {name: config.routing.route(name).cache for name in config.routing.route_names()}
         opted = {n for n in config.routing.route_names() if config.routing.route(n).semantic_cache}
-        self._route_semantic = opted if semantic is not None else set()
+        self._route_semantic = opted if self._semantic_on else set()
+
+    def reloadable(self, source: Callable[[], GatewayConfig], watch: Path | None = None) -> None:
+        """Let the config be reloaded from `source` (SIGHUP, POST /admin/config/reload, and a poll of `watch`)."""
+        self.reloader = ConfigReloader(source, lambda: self.config, self.apply_config, self.metrics)
+        self.watcher = ConfigWatcher(watch, self.reloader) if watch is not None else None
+
+    async def apply_config(self, new: GatewayConfig) -> None:
+        """Serve a reloaded config that runtime/reload.py has validated and found reloadable. Everything it needs is
+        built (and new endpoints health-checked) before anything changes; then one synchronous swap, so that no
+        request sees half of it. Raises ConfigError, with the old config untouched, when a part cannot be built."""
+        old = self.config
+        classifier = self.classifier
+        if (new.classifier, new.routing.class_labels()) != (old.classifier, old.routing.class_labels()):
+            try:
+                classifier = RequestClassifier(new.classifier, self.metrics, new.routing.class_labels())
+            except ClassifierLoadError as exc:
+                raise ConfigError([f"classifier: {exc}"]) from None
+            if classifier.load_error is not None:
+                # At a start the gateway serves by rules alone; a reload keeps the classifier that works.
+                raise ConfigError([f"classifier: {classifier.load_error}"])
+        staged = PoolSet(new, carry=self.pools)
+        dispatcher = Dispatcher(new, self.pools, classifier)
+        alerts = self.alerts
+        if new.alerts != old.alerts:
+            alerts = AlertDispatcher(new.alerts, self.metrics)
+            alerts.carry_from(self.alerts)
+            await alerts.start()
+        await self.monitor.stage(staged)
+        before = {p.name: p for p in old.pools}
+        changed_pools = {p.name for p in new.pools if p.name in before and before[p.name] != p}
+        gone = {
+            "pool": {p.name for p in old.pools} - {p.name for p in new.pools},
+            "route": set(old.routing.route_names()) - set(new.routing.route_names()),
+            "endpoint": {ep.url for ep in self.pools.endpoints()} - {ep.url for ep in staged.endpoints()},
+        }
+        # The swap: nothing below awaits until it is done. The controller first: building it is the one step that
+        # could still fail, and then nothing has changed.
+        try:
+            self.control.reconfigure(new, dispatcher, alerts)
+        except Exception:
+            if alerts is not self.alerts:
+                await alerts.stop()
+            raise
+        self.pools.install(staged)
+        self.classifier, self.dispatcher = classifier, dispatcher
+        self.relay.reconfigure(new)
+        old_alerts, self.alerts = self.alerts, alerts
+        self.auth = Authenticator(new.auth, self.store, self.metrics)
+        self.limiter.reconfigure(new.auth.tenants)
+        self.config = new
+        self._route_options(new)
+        for label, values in gone.items():
+            self.metrics.forget(label, values)
+        self.metrics.init_series(
+            [p.name for p in new.pools],
+            new.routing.route_names(),
+            [r.name for r in new.alerts.receivers] + (["alertmanager"] if new.alerts.alertmanager else []),
+        )
+        await self.monitor.installed(changed_pools)
+        if old_alerts is not alerts:
+            await old_alerts.stop()
 
     def route_semantic(self, route: str) -> bool:
         """Whether near-duplicates of the route's kept requests are answered from them."""
@@ -327,11 +399,18 @@ class Gateway:
         if self.recorder is not None:
             self.recorder.start()
         self.control.start()
+        hangup = self._on_sighup()
+        if self.watcher is not None:
+            self.watcher.start()
         self.ready = True
         try:
             yield
         finally:
             self.ready = False
+            if hangup:
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+            if self.watcher is not None:
+                await self.watcher.stop()
             await self.control.stop()
             await self._flush()
             if self.recorder is not None:
@@ -344,6 +423,27 @@ class Gateway:
             await self.relay.aclose()
             if isinstance(self.embedder, EndpointEmbedder):
                 await self.embedder.aclose()
+
+    def _on_sighup(self) -> bool:
+        """SIGHUP reloads the config, as for nginx or Prometheus. Only where the process serves from a config file
+        and this loop may take signals (the main thread: not in tests that run the app in a thread)."""
+        if self.reloader is None:
+            return False
+        reloader = self.reloader
+
+        async def reload() -> None:
+            await reloader.reload("sighup")
+
+        def hangup() -> None:
+            task = asyncio.create_task(reload(), name="config-reload")
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, hangup)
+        except (RuntimeError, ValueError, NotImplementedError):
+            return False
+        return True
 
     def finish(
         self,
@@ -437,9 +537,18 @@ class _GenerationRoute:
         await self._handler(scope, receive, send, self._api)
 
 
-def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None) -> SpecgateApp:
-    """The ASGI app. `span_exporter` overrides `tracing.exporter` (tests capture spans in memory with it)."""
+def create_app(
+    config: GatewayConfig,
+    span_exporter: SpanExporter | None = None,
+    *,
+    reload_from: Callable[[], GatewayConfig] | None = None,
+    watch: Path | None = None,
+) -> SpecgateApp:
+    """The ASGI app. `span_exporter` overrides `tracing.exporter` (tests capture spans in memory with it).
+    `reload_from` reads the config anew (raising ConfigError) for reloads; `watch`: reload when this file changes."""
     gw = Gateway(config, span_exporter)
+    if reload_from is not None:
+        gw.reloadable(reload_from, watch)
     app = SpecgateApp(title="specgate", version="0.1.0", lifespan=gw.lifespan)
     app.state.gateway = gw
     app.generation = GenerationHandler(gw)
@@ -460,10 +569,10 @@ def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None)
     async def readyz() -> Response:
         return gw.readiness()
 
-    metrics_key = config.auth.metrics_key.get_secret_value() if config.auth.metrics_key else None
-
     @app.get("/metrics")
     async def metrics(request: Request) -> Response:
+        key = gw.config.auth.metrics_key
+        metrics_key = key.get_secret_value() if key is not None else None  # read per call: a reload may change it
         if metrics_key is not None and not hmac.compare_digest(
             (presented_key(request.headers) or "").encode(), metrics_key.encode()
         ):
@@ -493,7 +602,7 @@ def create_app(config: GatewayConfig, span_exporter: SpanExporter | None = None)
             media_type=_JSON,
         )
 
-    app.include_router(admin_router(gw.control, gw.coordinator, config.admin_key))
+    app.include_router(admin_router(gw.control, gw.coordinator, lambda: gw.config.admin_key, lambda: gw.reloader))
     app.add_middleware(RequestIdMiddleware)
     return app
 

@@ -94,6 +94,10 @@ class RateLimiter:
         self._local = MemoryStateStore()
         self._metrics = metrics
 
+    def reconfigure(self, tenants: dict[str, TenantLimits]) -> None:
+        """A reloaded config's limits; the windows counted so far (in the store, or here) carry on."""
+        self._limits = tenants
+
     async def _add(self, key: str, amount: int) -> tuple[int, float]:
         try:
             return await self._store.add_to_window(key, amount, WINDOW_S)

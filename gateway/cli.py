@@ -1,6 +1,6 @@
 """The `specgate` command.
 
-specgate serve --config FILE              run the gateway from a config file
+specgate serve --config FILE              run the gateway from a config file (SIGHUP reloads it; --watch-config)
 specgate serve --pool MODEL=URL[,URL...]  run it without a file (repeat --pool per model)
 specgate check-config FILE                validate a config; print every error with its field path
 specgate engine up [...]                  start a local CPU vLLM with the tiny model, wait until healthy
@@ -19,25 +19,28 @@ from typing import Any
 __all__ = ["main"]
 
 
+def _config_from(args: argparse.Namespace) -> Any:
+    """The config file (if any) with the command line's overrides; raises ConfigError. Read again at each reload."""
+    from specgate.config import load_config, parse_pool_flag, validate_config
+
+    data = load_config(args.config).model_dump() if args.config else {}
+    if args.pool:
+        data["pools"] = [parse_pool_flag(flag, i) for i, flag in enumerate(args.pool)]
+    data.setdefault("server", {})
+    if args.host:
+        data["server"]["host"] = args.host
+    if args.port:
+        data["server"]["port"] = args.port
+    if args.redis:
+        data["state"] = {**data.get("state", {}), "redis_url": args.redis}
+    return validate_config(data)
+
+
 def _build_config(args: argparse.Namespace) -> Any:
-    from specgate.config import ConfigError, load_config, parse_pool_flag, validate_config
+    from specgate.config import ConfigError
 
     try:
-        if args.config:
-            config = load_config(args.config)
-            data = config.model_dump()
-        else:
-            data = {}
-        if args.pool:
-            data["pools"] = [parse_pool_flag(flag, i) for i, flag in enumerate(args.pool)]
-        data.setdefault("server", {})
-        if args.host:
-            data["server"]["host"] = args.host
-        if args.port:
-            data["server"]["port"] = args.port
-        if args.redis:
-            data["state"] = {**data.get("state", {}), "redis_url": args.redis}
-        config = validate_config(data)
+        config = _config_from(args)
     except ConfigError as exc:
         print("invalid configuration:", file=sys.stderr)
         for line in exc.problems:
@@ -49,7 +52,7 @@ def _build_config(args: argparse.Namespace) -> Any:
     return config
 
 
-def _serve(config: Any) -> None:
+def _serve(config: Any, reload_from: Any = None, watch: Path | None = None) -> None:
     import uvicorn
     from specgate.gateway.app import create_app
     from specgate.runtime.classifier_files import ClassifierLoadError
@@ -57,7 +60,7 @@ def _serve(config: Any) -> None:
 
     setup_logging(config.logging.level)
     try:
-        app = create_app(config)
+        app = create_app(config, reload_from=reload_from, watch=watch)
     except ClassifierLoadError as exc:
         print(f"cannot start: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -78,7 +81,15 @@ def _serve(config: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    _serve(_build_config(args))
+    config = _build_config(args)
+    if args.watch_config and not args.config:
+        print("--watch-config needs --config FILE", file=sys.stderr)
+        return 2
+    if not args.config:
+        _serve(config)
+        return 0
+    # SIGHUP, POST /admin/config/reload and --watch-config read the file (and these flags) again.
+    _serve(config, reload_from=lambda: _config_from(args), watch=Path(args.config) if args.watch_config else None)
     return 0
 
 
@@ -522,6 +533,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="listen port (default 8000)")
     serve.add_argument(
         "--redis", metavar="URL", help="share state with other replicas: redis://, rediss://, redis+sentinel://"
+    )
+    serve.add_argument(
+        "--watch-config",
+        action="store_true",
+        help="reload the config when its file changes (SIGHUP and POST /admin/config/reload always work)",
     )
     serve.set_defaults(fn=cmd_serve)
 

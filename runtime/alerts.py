@@ -59,6 +59,14 @@ class AlertDispatcher:
     def enabled(self) -> bool:
         return bool(self.config.receivers) or self.config.alertmanager is not None
 
+    def carry_from(self, old: AlertDispatcher) -> None:
+        """Take over from the dispatcher a reload replaces: the alerts firing (Alertmanager keeps hearing of them)
+        and the resolutions not yet pushed. Messages queued for receivers stay with the old one, which delivers them
+        before it stops."""
+        self.active = dict(old.active)
+        self._resolved_unpushed = dict(old._resolved_unpushed)
+        self.sent_total = old.sent_total
+
     async def start(self) -> None:
         if not self.enabled:
             return

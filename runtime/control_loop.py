@@ -66,6 +66,38 @@ class ControlLoop:
         self.last_tick_at: float | None = None
         self.publish(self.controller.table())
 
+    def reconfigure(self, config: GatewayConfig, dispatcher: Dispatcher, alerts: AlertDispatcher | None) -> None:
+        """Serve a reloaded config: a controller for its routes and pools that goes on from the old one's state
+        (SpeculationController.carry_from), the drift detectors of the routes that remain, and its first table on
+        the new dispatcher. Synchronous, so no tick or request sees half of it. A drift alert firing for a route that
+        is gone (or with drift detection now off) is resolved: nothing would ever resolve it otherwise."""
+        controller = build_controller(config)
+        drift = build_drift_monitor(config, controller.route_names())
+        # Built before anything is taken over: a failure above leaves this loop as it was.
+        controller.carry_from(self.controller)
+        if drift is not None and self.drift is not None:
+            drift.carry_from(self.drift)
+        self.config, self.controller, self.drift, self.dispatcher, self.alerts = (
+            config,
+            controller,
+            drift,
+            dispatcher,
+            alerts,
+        )
+        self._break_even = {name: be for name, be in self._break_even.items() if name in controller.route_names()}
+        for route in [r for r in self._firing if drift is None or r not in drift.detectors]:
+            self._retire_alert(route)
+        self.publish(controller.table())
+
+    def _retire_alert(self, route: str) -> None:
+        fired = self._firing.pop(route)
+        why = "The route or its drift detection was removed by a config reload."
+        alert = fired.resolved(time.time(), {**fired.annotations, "resolution": why})
+        self.metrics.alerts_fired.labels(alert.name, alert.status).inc()
+        log.warning("drift alert", extra={"route": route, "status": alert.status, "reason": "config reloaded"})
+        if self.alerts is not None:
+            self.alerts.publish(alert)
+
     def start(self) -> None:
         # Runs in static mode too: pins, the kill switch and the metrics still go through the tick.
         self._task = asyncio.create_task(self._run(), name="controller")

@@ -198,6 +198,25 @@ class GatewayMetrics:
             "Workload record lines dropped because the writer fell behind (recording.enabled).",
             registry=r,
         )
+        self.config_reloads = Counter(
+            "specgate_config_reloads",
+            "Config reloads (SIGHUP, POST /admin/config/reload, the file watch) by result: applied, unchanged, or "
+            "rejected (the old config keeps serving; the log lists every error).",
+            ["result"],
+            registry=r,
+        )
+        self.config_last_reload_ok = Gauge(
+            "specgate_config_last_reload_successful",
+            "1 when the last config reload was applied (or left nothing to change), 0 when it was rejected.",
+            registry=r,
+        )
+        self.config_last_reload_ok.set(1)
+        self.config_loaded_at = Gauge(
+            "specgate_config_last_reload_success_timestamp_seconds",
+            "Unix time the config in force was loaded (start, or the last applied reload).",
+            registry=r,
+        )
+        self.config_loaded_at.set_to_current_time()
         self.cache_semantic_hits = Counter(
             "specgate_cache_semantic_hits",
             "Cache hits on a near-duplicate (semantic cache), also counted as hits in specgate_cache_requests.",
@@ -508,6 +527,16 @@ class GatewayMetrics:
         if found is None:
             found = self._children[key] = metric.labels(*labels)
         return found
+
+    def forget(self, label: str, values: set[str]) -> None:
+        """Drop the gauge series whose `label` is one of `values` (pools, routes or endpoints a reload removed), so no
+        dashboard shows a last value for something that no longer exists. Counters stay: they only ever rose."""
+        for collector in list(self.registry._collector_to_names):  # prometheus_client keeps no public list
+            if not isinstance(collector, Gauge) or label not in collector._labelnames:
+                continue
+            at = collector._labelnames.index(label)
+            for key in [k for k in list(collector._metrics) if k[at] in values]:
+                collector.remove(*key)
 
     def init_series(self, pools: list[str], routes: list[str], receivers: list[str]) -> None:
         """Create the zero series of every label set known from the config, so dashboards and alert rules see 0

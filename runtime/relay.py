@@ -143,6 +143,10 @@ class Relay:
         self._metrics = metrics
         self._client: UpstreamTransport = transport if transport is not None else UpstreamClient()
 
+    def reconfigure(self, config: GatewayConfig) -> None:
+        """A reloaded config's timeouts and retries, for requests sent from now on."""
+        self._config = config
+
     async def aclose(self) -> None:
         self._client.close()
 

@@ -127,9 +127,9 @@ def embeddings_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engi
 
 
 class GatewayServer:
-    def __init__(self, config: GatewayConfig, span_exporter: SpanExporter | None = None) -> None:
+    def __init__(self, config: GatewayConfig, span_exporter: SpanExporter | None = None, **app_kwargs: Any) -> None:
         self.config = config
-        self.app = create_app(config, span_exporter)
+        self.app = create_app(config, span_exporter, **app_kwargs)
         self.server = uvicorn.Server(
             uvicorn.Config(
                 self.app,
