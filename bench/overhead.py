@@ -2,6 +2,7 @@
 
     python bench/overhead.py --out bench/results/overhead.json            # all four targets
     python bench/overhead.py --targets direct,specgate --seconds 5         # quick look
+    python bench/overhead.py --targets direct,specgate-redis,specgate-w2,specgate-w2-2cpu   # --workers 1 vs 2
 
 A fake OpenAI-compatible upstream (tests/fault_upstream.py, mode ok: a fixed JSON answer, or 16 SSE chunks) runs in
 its own process. Each gateway runs alone, pinned to CPU 0 with `taskset`; the upstream and the closed-loop load
@@ -105,13 +106,21 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
         # that library's client instead of the own one (bench/library_transports.py).
         # -cachemiss: everything on plus the response cache, every request a miss (a route that caches everything,
         # answers too big to keep): the cost of the key, the lookup and the attempt to keep it.
-        cache = name == "specgate-cachemiss"
+        # -redis: everything on, state in Redis (as replicas share it); -w2: two worker processes (`--workers 2`,
+        # which needs Redis) on CPU 0 alone; -w2-2cpu: the two workers may use both CPUs (shared with the upstream
+        # and the load generator: this machine has no third core to keep them apart).
+        workers = 2 if "-w2" in name else 1
+        redis_url = REDIS_URL if "-redis" in name or workers > 1 else None
+        if redis_url is None and ("-redis" in name or workers > 1):
+            raise RuntimeError("needs redis-server (apt-get install redis-server)")
+        name_features = name.removesuffix("-2cpu").removesuffix("-w2").removesuffix("-redis")
+        cache = name_features == "specgate-cachemiss"
         transport = name.removeprefix("specgate-") if name in ("specgate-aiohttp", "specgate-httpx") else None
         if name.startswith("specgate-file:"):
             # Another version of the own client (a path to an upstream_http.py): before/after in one run.
             transport = name.removeprefix("specgate-")
-        classify = name in ("specgate", "specgate-nok") or transport is not None or cache
-        shape_k = name in ("specgate", "specgate-noclassify") or transport is not None or cache
+        classify = name_features in ("specgate", "specgate-nok") or transport is not None or cache
+        shape_k = name_features in ("specgate", "specgate-noclassify") or transport is not None or cache
         routes: list[dict[str, Any]] = (
             [{"name": "code", "match": [{"classes": ["code"]}]}, {"name": "chat"}] if classify else [{"name": "chat"}]
         )
@@ -133,10 +142,11 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
                     "routing": {"routes": routes, "default_route": "chat"},
                     "logging": {"level": "error"},
                     **({"cache": {"enabled": True, "max_entry_bytes": 1}} if cache else {}),
+                    **({"state": {"redis_url": redis_url}} if redis_url else {}),
                 }
             )
         )
-        cmd = [sys.executable, "-m", "specgate", "serve", "--config", str(config)]
+        cmd = [sys.executable, "-m", "specgate", "serve", "--config", str(config), "--workers", str(workers)]
         if transport is not None:
             library = str(ROOT / "bench" / "library_transports.py")
             cmd = [sys.executable, library, "--transport", transport, "--config", str(config)]
@@ -168,7 +178,8 @@ def start_target(name: str, upstream_port: int, tmp: Path) -> tuple[subprocess.P
     log = (tmp / f"{_file_name(name)}.log").open("w")
     # LiteLLM's proxy refuses to start without a master key; every target gets the same bearer key.
     env = {**os.environ, "LITELLM_MASTER_KEY": "sk-bench"}
-    proc = subprocess.Popen([*pinned("0"), *cmd], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    cpus = "0,1" if name.endswith("-2cpu") else "0"
+    proc = subprocess.Popen([*pinned(cpus), *cmd], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     wait_port(port, proc)
     time.sleep(1.0)  # let it finish starting (health checks, workers)
     return proc, port, version
@@ -270,9 +281,27 @@ def start_profiler(proc: subprocess.Popen, out: Path) -> subprocess.Popen:
     return subprocess.Popen([*pinned("1"), *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+REDIS_URL: str | None = None
+
+
+def start_redis() -> subprocess.Popen | None:
+    """A redis-server for the targets that share state (on the load generator's CPU), if installed."""
+    global REDIS_URL
+    binary = shutil.which("redis-server")
+    if binary is None:
+        return None
+    port = free_port()
+    cmd = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen([*pinned("1"), *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port, proc)
+    REDIS_URL = f"redis://127.0.0.1:{port}/0"
+    return proc
+
+
 def run(
     targets: list[str], concurrencies: list[int], seconds: float, repeats: int, profile_dir: Path | None = None
 ) -> dict[str, Any]:
+    redis = start_redis() if any("-redis" in t or "-w2" in t for t in targets) else None
     up_port = free_port()
     upstream = subprocess.Popen(
         [*pinned("1"), sys.executable, "-m", "tests.fault_upstream", "--port", str(up_port)], cwd=ROOT
@@ -314,6 +343,9 @@ def run(
     finally:
         upstream.terminate()
         upstream.wait(timeout=30)
+        if redis is not None:
+            redis.terminate()
+            redis.wait(timeout=30)
     _compare(report)
     return report
 

@@ -53,6 +53,7 @@ from specgate.runtime.response_cache import ResponseCache
 from specgate.runtime.semantic_cache import Embedder, HashedEmbedder, SemanticIndex
 from specgate.runtime.shared_cache import SharedCache
 from specgate.runtime.tracing import Tracing
+from specgate.runtime.worker_metrics import WorkerMetrics
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Route
@@ -174,6 +175,7 @@ class Gateway:
         self._route_options(config)
         self.reloader: ConfigReloader | None = None
         self.watcher: ConfigWatcher | None = None
+        self.worker_metrics: WorkerMetrics | None = None
 
     def _route_options(self, config: GatewayConfig) -> None:
         self._route_cache = {name: config.routing.route(name).cache for name in config.routing.route_names()}
@@ -402,6 +404,8 @@ class Gateway:
         hangup = self._on_sighup()
         if self.watcher is not None:
             self.watcher.start()
+        if self.worker_metrics is not None:
+            self.worker_metrics.start()
         self.ready = True
         try:
             yield
@@ -411,6 +415,8 @@ class Gateway:
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
             if self.watcher is not None:
                 await self.watcher.stop()
+            if self.worker_metrics is not None:
+                await self.worker_metrics.stop()
             await self.control.stop()
             await self._flush()
             if self.recorder is not None:
@@ -510,6 +516,8 @@ class Gateway:
             self.metrics.endpoint_outstanding.labels(ep.pool, ep.url).set(ep.outstanding)
             state = {"closed": 0, "half_open": 1, "open": 2}[ep.breaker.state]
             self.metrics.circuit_state.labels(ep.pool, ep.url).set(state)
+        if self.worker_metrics is not None:
+            return Response(self.worker_metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
         return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
@@ -543,12 +551,17 @@ def create_app(
     *,
     reload_from: Callable[[], GatewayConfig] | None = None,
     watch: Path | None = None,
+    worker_dir: Path | None = None,
+    workers: int = 1,
 ) -> SpecgateApp:
     """The ASGI app. `span_exporter` overrides `tracing.exporter` (tests capture spans in memory with it).
-    `reload_from` reads the config anew (raising ConfigError) for reloads; `watch`: reload when this file changes."""
+    `reload_from` reads the config anew (raising ConfigError) for reloads; `watch`: reload when this file changes.
+    `worker_dir`: this process is one of `workers` on one port (gateway/workers.py); /metrics shows them all."""
     gw = Gateway(config, span_exporter)
     if reload_from is not None:
         gw.reloadable(reload_from, watch)
+    if worker_dir is not None:
+        gw.worker_metrics = WorkerMetrics(worker_dir, gw.metrics.registry, workers)
     app = SpecgateApp(title="specgate", version="0.1.0", lifespan=gw.lifespan)
     app.state.gateway = gw
     app.generation = GenerationHandler(gw)

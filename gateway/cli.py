@@ -81,10 +81,19 @@ def _serve(config: Any, reload_from: Any = None, watch: Path | None = None) -> N
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from specgate.gateway.workers import refusal, serve_workers
+
     config = _build_config(args)
     if args.watch_config and not args.config:
         print("--watch-config needs --config FILE", file=sys.stderr)
         return 2
+    refused = refusal(config, args.workers)
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return 2
+    if args.workers > 1:
+        serve_workers(args, config, args.workers)
+        return 0
     if not args.config:
         _serve(config)
         return 0
@@ -533,6 +542,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="listen port (default 8000)")
     serve.add_argument(
         "--redis", metavar="URL", help="share state with other replicas: redis://, rediss://, redis+sentinel://"
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="gateway processes on the port (more cores); above 1 needs a Redis state store (docs/replicas.md)",
     )
     serve.add_argument(
         "--watch-config",
