@@ -24,7 +24,15 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-__all__ = ["DriftDetector", "DriftEvent", "DriftMonitor", "DriftSettings", "DriftUpdate", "position_trials"]
+__all__ = [
+    "DriftDetector",
+    "DriftEvent",
+    "DriftMonitor",
+    "DriftSettings",
+    "DriftUpdate",
+    "first_position",
+    "position_trials",
+]
 
 State = Literal["learning", "ok", "firing"]
 
@@ -38,6 +46,14 @@ class DriftSettings:
     ewma_lambda: float = 0.1
     ewma_l: float = 3.5
     confirm: int = 2
+    # Besides `confirm` windows: how long the condition must have held before the alert fires, and how long the
+    # recovery before it resolves (Prometheus' `for` and `keep_firing_for`). Measured from the first window of the
+    # run to the last; 0 counts windows alone.
+    for_s: float = 0.0
+    keep_firing_for_s: float = 0.0
+    # A window below break-even counts only when acceptance also fell against the baseline by this many standard
+    # errors: break-even moves with load (more load, a higher bar), and load is the controller's business, not drift.
+    break_even_z: float = 2.0
     routes: int = 1
 
     @property
@@ -68,9 +84,17 @@ class DriftDetector:
     _alarm_run: int = 0
     _below_run: int = 0
     _ok_run: int = 0
+    # When the current run of alarming / below-break-even / recovered windows began (`now` of its first window).
+    _alarm_since: float = 0.0
+    _below_since: float = 0.0
+    _ok_since: float = 0.0
+    # Trials in the last closed window.
+    last_trials: float = 0.0
     reason: str = ""
 
-    def add(self, trials: float, passes: float, break_even: float | None = None) -> DriftUpdate | None:
+    def add(
+        self, trials: float, passes: float, break_even: float | None = None, now: float = 0.0
+    ) -> DriftUpdate | None:
         """Add counts; returns an update each time a window closes, else None."""
         self._trials += trials
         self._passes += passes
@@ -78,7 +102,8 @@ class DriftDetector:
             return None
         n, s = self._trials, self._passes
         self._trials = self._passes = 0.0
-        return self._window(n, min(s, n) / n, break_even)
+        self.last_trials = n
+        return self._window(n, min(s, n) / n, break_even, now)
 
     def _learn(self, n: float, p: float) -> DriftUpdate:
         self._baseline.append((n, p))
@@ -94,7 +119,7 @@ class DriftDetector:
             return DriftUpdate("ok", True, p, 0.0, f"baseline learned: p0={self.p0:.3f}, dispersion {self.phi:.2f}")
         return DriftUpdate("learning", False, p, 0.0, "learning the baseline")
 
-    def _window(self, n: float, p: float, break_even: float | None) -> DriftUpdate:
+    def _window(self, n: float, p: float, break_even: float | None, now: float) -> DriftUpdate:
         if self.p0 is None:
             return self._learn(n, p)
         s = self.settings
@@ -102,20 +127,22 @@ class DriftDetector:
         self.cusum = max(0.0, self.cusum - z - s.cusum_k)
         self.ewma = s.ewma_lambda * z + (1 - s.ewma_lambda) * self.ewma
         ewma_limit = -s.ewma_l * math.sqrt(s.ewma_lambda / (2 - s.ewma_lambda))
-        alarm = self.cusum > s.h or self.ewma < ewma_limit
-        below = break_even is not None and p < break_even < self.p0
-        self._alarm_run = self._alarm_run + 1 if alarm else 0
-        self._below_run = self._below_run + 1 if below else 0
+        # The window itself must be low too: CUSUM and EWMA remember a large drop for many windows after it ended,
+        # and "the condition held for `for_s`" means acceptance stayed low, not that a blip is still being paid off.
+        alarm = (self.cusum > s.h or self.ewma < ewma_limit) and z < -1.0
+        below = break_even is not None and p < break_even < self.p0 and z <= -s.break_even_z
+        self._alarm_run, self._alarm_since = _run(alarm, self._alarm_run, self._alarm_since, now)
+        self._below_run, self._below_since = _run(below, self._below_run, self._below_since, now)
         recovered = z > -1.0 and not below
-        self._ok_run = self._ok_run + 1 if recovered else 0
+        self._ok_run, self._ok_since = _run(recovered, self._ok_run, self._ok_since, now)
         if self.state != "firing":
-            if self._below_run >= s.confirm:
+            if self._below_run >= s.confirm and now - self._below_since >= s.for_s:
                 return self._fire(p, z, f"acceptance {p:.3f} below break-even {break_even:.3f}")
-            if self._alarm_run >= s.confirm:
+            if self._alarm_run >= s.confirm and now - self._alarm_since >= s.for_s:
                 which = "CUSUM" if self.cusum > s.h else "EWMA"
                 return self._fire(p, z, f"{which}: acceptance {p:.3f} vs baseline {self.p0:.3f} (z={z:.1f})")
             return DriftUpdate(self.state, False, p, z, "")
-        if self._ok_run >= s.confirm:
+        if self._ok_run >= s.confirm and now - self._ok_since >= s.keep_firing_for_s:
             self.state = "ok"
             self.cusum = self.ewma = 0.0
             self._alarm_run = self._below_run = 0
@@ -128,6 +155,22 @@ class DriftDetector:
         self._ok_run = 0
         self.reason = reason
         return DriftUpdate("firing", True, p, z, reason)
+
+
+def _run(holds: bool, run: int, since: float, now: float) -> tuple[int, float]:
+    """A run of consecutive windows where a condition holds: its length, and when its first window closed."""
+    if not holds:
+        return 0, now
+    return run + 1, (now if run == 0 else since)
+
+
+def first_position(histogram: tuple[int, ...] | list[int]) -> tuple[int, int]:
+    """(trials, passes) of draft position 1 from an acceptance histogram of drafted steps (vLLM's, index j = steps
+    that accepted j drafts): every drafted step tries position 1, and passes it when it accepted any draft. What drift
+    is judged on: unlike the pooled positions 1..k, it does not move when k does (deeper positions pass less often, so
+    a larger k lowers the pooled rate with nothing drifting), and steps where the drafter proposed nothing are not in
+    the histogram (they say the text does not repeat, not that the drafter diverged)."""
+    return sum(histogram), sum(histogram[1:])
 
 
 def position_trials(histogram: tuple[int, ...] | list[int], k: int) -> tuple[int, int]:
@@ -154,6 +197,8 @@ class DriftEvent:
     baseline: float | None
     z: float
     reason: str
+    # Position-1 trials in the window that decided it.
+    trials: float = 0.0
 
 
 class DriftMonitor:
@@ -175,18 +220,20 @@ class DriftMonitor:
             if route in old.last_rate:
                 self.last_rate[route] = old.last_rate[route]
 
-    def add(self, route: str, trials: float, passes: float, break_even: float | None = None) -> DriftEvent | None:
+    def add(
+        self, route: str, trials: float, passes: float, break_even: float | None = None, now: float = 0.0
+    ) -> DriftEvent | None:
         """Counts for a route; an event when its alert starts firing or resolves, else None."""
         det = self.detectors.get(route)
         if det is None or trials <= 0:
             return None
         before = det.state
-        update = det.add(trials, passes, break_even)
+        update = det.add(trials, passes, break_even, now)
         if update is None:
             return None
         self.last_rate[route] = update.rate
         if update.changed and (update.state == "firing" or before == "firing"):
-            return DriftEvent(route, update.state, update.rate, det.p0, update.z, update.reason)
+            return DriftEvent(route, update.state, update.rate, det.p0, update.z, update.reason, det.last_trials)
         return None
 
     def state(self, route: str) -> State:

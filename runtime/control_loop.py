@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from specgate.backends.pool import PoolSet
 from specgate.backends.vllm_metrics import StepDelta
 from specgate.backends.webhooks import Alert
-from specgate.controllers.controller import acceptance_evidence
 from specgate.controllers.decisions import DecisionTable
-from specgate.controllers.drift import DriftEvent, position_trials
+from specgate.controllers.drift import DriftEvent, first_position
 from specgate.controllers.kv_pressure import KvReading
 from specgate.controllers.observations import Observation, ObservationSink
 from specgate.controllers.picker import running_requests
@@ -232,13 +231,45 @@ class ControlLoop:
         return table
 
     def _watch_drift(self, obs: Observation) -> None:
-        if self.drift is None or obs.spec is None or obs.k_applied <= 0:
+        """Drift is judged on draft position 1 of the steps that drafted (controllers/drift.py first_position): not
+        on the pooled positions, which move with k, nor on steps where the drafter proposed nothing."""
+        spec = obs.spec
+        if self.drift is None or spec is None:
             return
-        groups = [position_trials(hist, k) for hist, k in acceptance_evidence(obs)]
-        trials, passes = sum(g[0] for g in groups), sum(g[1] for g in groups)
-        event = self.drift.add(obs.route, trials, passes, self._break_even.get(obs.route))
+        if spec.by_k:
+            groups = [first_position(hist) for k, hist in spec.by_k if k > 0]
+            trials, passes = sum(g[0] for g in groups), sum(g[1] for g in groups)
+        else:
+            trials, passes = first_position(spec.histogram)
+        event = self.drift.add(obs.route, trials, passes, self._break_even.get(obs.route), time.monotonic())
         if event is not None:
             self._raise(event)
+
+    def _drift_annotations(self, event: DriftEvent) -> dict[str, str]:
+        """What the on-call engineer needs in the page itself: the evidence, what it costs, where to look."""
+        status = self.controller.route_status(event.route) if event.route in self.controller.route_names() else {}
+        baseline = "unknown" if event.baseline is None else f"{event.baseline:.3f}"
+        be = self._break_even.get(event.route)
+        speedup = status.get("expected_speedup")
+        url = self.config.alerts.external_url
+        return {
+            "summary": f"Draft acceptance on route {event.route} drifted: {event.reason}",
+            "description": (
+                f"First-draft acceptance {event.rate:.3f} over the last {event.trials:.0f} drafted steps, against a "
+                f"baseline of {baseline}; break-even at the current k and load: "
+                f"{'n/a' if be is None else f'{be:.3f}'}. Expected speed-up now {speedup}. The controller lowers k "
+                "where speculation stops paying; check the drafter against the route's traffic."
+            ),
+            "pool": str(status.get("pool", "")),
+            "acceptance_now": f"{event.rate:.4f}",
+            "acceptance_baseline": baseline,
+            "window_trials": f"{event.trials:.0f}",
+            "break_even": "" if be is None else f"{be:.4f}",
+            "expected_speedup": "" if speedup is None else str(speedup),
+            "runbook": "docs/observability.md#drift-alerts-runbook",
+            "dashboard": f"{url} Grafana 'specgate / Speculation control', panel 'Drift: window acceptance vs "
+            "baseline and break-even'",
+        }
 
     def _raise(self, event: DriftEvent) -> None:
         """Turn a detector's firing / recovered event into an alert for the receivers (and the log)."""
@@ -246,16 +277,14 @@ class ControlLoop:
         baseline = "unknown" if event.baseline is None else f"{event.baseline:.3f}"
         if event.state == "firing":
             kind = "break_even" if "break-even" in event.reason else "shift"
+            annotations = self._drift_annotations(event)
+            labels = {"route": event.route, "kind": kind, "severity": "warning", "source": "specgate"}
+            if annotations["pool"]:
+                labels["pool"] = annotations["pool"]  # Alertmanager inhibits it while the pool is down
             alert = Alert(
                 "SpecgateRouteAcceptanceDrift",
-                {"route": event.route, "kind": kind, "severity": "warning", "source": "specgate"},
-                {
-                    "summary": f"Draft acceptance on route {event.route} drifted: {event.reason}",
-                    "description": (
-                        f"Acceptance {event.rate:.3f} against a baseline of {baseline}. The controller lowers k "
-                        "where speculation stops paying; check the drafter against the route's traffic."
-                    ),
-                },
+                labels,
+                annotations,
                 "firing",
                 now,
                 generator_url=f"{self.config.alerts.external_url}/admin/routes/{event.route}",

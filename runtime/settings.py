@@ -102,5 +102,8 @@ def build_drift_monitor(config: GatewayConfig, routes: list[str]) -> DriftMonito
             ewma_lambda=d.ewma_lambda,
             ewma_l=d.ewma_l,
             confirm=d.confirm,
+            for_s=d.for_s,
+            keep_firing_for_s=d.keep_firing_for_s,
+            break_even_z=d.break_even_z,
         ),
     )

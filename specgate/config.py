@@ -551,8 +551,14 @@ class DriftConfig(_Strict):
     cusum_h: Annotated[float, Field(gt=0)] = 8.0
     ewma_lambda: Annotated[float, Field(gt=0, le=1)] = 0.1
     ewma_l: Annotated[float, Field(gt=0)] = 3.5
-    # Consecutive windows that must agree before an alert fires or resolves.
+    # Consecutive windows that must agree before an alert fires or resolves ...
     confirm: Annotated[int, Field(ge=1, le=20)] = 2
+    # ... and for at least this long (Prometheus' `for` and `keep_firing_for`): a blip of two windows pages no one.
+    for_s: Annotated[float, Field(ge=0)] = 120.0
+    keep_firing_for_s: Annotated[float, Field(ge=0)] = 120.0
+    # Below break-even counts only with a drop of this many standard errors against the baseline (break-even rises
+    # with load; that alone is the controller's business, not drift).
+    break_even_z: Annotated[float, Field(ge=0)] = 2.0
 
 
 class AlertsConfig(_Strict):

@@ -92,3 +92,51 @@ def test_windows_wait_for_enough_trials() -> None:
 
 def test_threshold_grows_with_routes() -> None:
     assert DriftSettings(routes=10).h > DriftSettings(routes=1).h
+
+
+def _learned(settings: DriftSettings, rate: float = 0.7, seed: int = 8) -> tuple[DriftDetector, random.Random]:
+    rng = random.Random(seed)
+    d = DriftDetector(settings)
+    feed(d, rng, rate, settings.baseline_windows + 2)
+    assert d.state == "ok"
+    return d, rng
+
+
+def test_break_even_rising_with_load_alone_is_not_drift() -> None:
+    # Acceptance unchanged at 0.7; load pushes break-even to 0.75, above it. The controller handles that (lower k).
+    d, rng = _learned(DriftSettings())
+    assert feed(d, rng, 0.7, 30, be=0.75) == []
+    assert d.state == "ok"
+
+
+def test_firing_waits_for_the_condition_to_hold_for_s_and_resolving_for_keep_firing_for_s() -> None:
+    d, rng = _learned(DriftSettings(for_s=120.0, keep_firing_for_s=300.0))
+    states = []
+    for minute in range(1, 13):  # one window a minute, acceptance collapsed
+        n = 300
+        d.add(n, sum(rng.random() < 0.3 for _ in range(n)), None, now=60.0 * minute)
+        states.append(d.state)
+    # CUSUM alarms from the first window; two windows would do, but the alarm must have lasted 120 s.
+    assert states[:2] == ["ok", "ok"] and states[2] == "firing"
+    states = []
+    for minute in range(13, 25):  # recovered
+        n = 300
+        d.add(n, sum(rng.random() < 0.7 for _ in range(n)), None, now=60.0 * minute)
+        states.append(d.state)
+    assert states[:5] == ["firing"] * 5 and states[5] == "ok"
+
+
+def test_a_short_blip_does_not_page() -> None:
+    d, rng = _learned(DriftSettings(for_s=120.0))
+    for minute, rate in enumerate([0.2, 0.2, 0.7, 0.7, 0.7, 0.7], start=1):
+        d.add(300, sum(rng.random() < rate for _ in range(300)), None, now=30.0 * minute)
+    assert d.state == "ok"
+
+
+def test_first_position_ignores_depth_and_undrafted_steps() -> None:
+    from specgate.controllers.drift import first_position
+
+    # 10 drafted steps, 7 accepted at least one draft: the same at k = 2 or k = 4.
+    assert first_position([3, 4, 3]) == (10, 7)
+    assert first_position([3, 4, 1, 1, 1]) == (10, 7)
+    assert first_position([]) == (0, 0)

@@ -17,8 +17,7 @@ from specgate.backends.webhooks import verify
 from tests.conftest import GatewayServer, engine_pool
 from tests.receiver import WebhookReceiver
 from tests.redis_server import RedisServer
-from tests.runtime.test_controller_vllm import body
-from tests.runtime.test_drift_alerts_vllm import drift_state
+from tests.runtime.test_drift_alerts_vllm import DRIFT, drift_body, drift_state
 
 pytestmark = pytest.mark.slow
 SECRET = "whsec_" + base64.b64encode(b"replica-alert-secret-0123456789a").decode()
@@ -42,7 +41,7 @@ def test_one_alert_per_drift_from_the_leader_only(
             "state": {"redis_url": redis.url, "lease_ttl_s": 1.0},
             "alerts": {
                 "receivers": [{"name": "ops", "url": receiver.url, "secret": SECRET}],
-                "drift": {"min_trials": 60, "baseline_windows": 4, "confirm": 2},
+                "drift": DRIFT,
             },
         }
         group = [start_gateway([engine_pool(engine)], **settings) for _ in range(2)]
@@ -60,7 +59,7 @@ def test_one_alert_per_drift_from_the_leader_only(
                 for g in group:  # both replicas serve; observations of both reach the leader
                     rs = await asyncio.gather(
                         *(
-                            http.post(f"{g.url}/v1/completions", json={**body(kind, rng), "stream": False})
+                            http.post(f"{g.url}/v1/completions", json={**drift_body(kind, rng), "stream": False})
                             for _ in range(2)
                         )
                     )
@@ -76,7 +75,7 @@ def test_one_alert_per_drift_from_the_leader_only(
             return drift_state(leader)
 
         assert until("copy", "ok", 90) == "ok"
-        assert until("random", "firing", 90) == "firing"
+        assert until("hot", "firing", 90) == "firing"  # the target's sampling made hotter
         assert until("copy", "ok", 120) == "ok"
         time.sleep(1.0)
         got = receiver.wait_for(2)
