@@ -14,6 +14,26 @@ import random
 
 from specgate.controllers.drift import DriftDetector, DriftSettings
 
+from specgate.config import DriftConfig
+
+
+def settings(routes: int = 1) -> DriftSettings:
+    """The gateway's defaults (`alerts.drift`), persistence included."""
+    d = DriftConfig()
+    return DriftSettings(
+        min_trials=d.min_trials,
+        baseline_windows=d.baseline_windows,
+        cusum_k=d.cusum_k,
+        cusum_h=d.cusum_h,
+        ewma_lambda=d.ewma_lambda,
+        ewma_l=d.ewma_l,
+        confirm=d.confirm,
+        for_s=d.for_s,
+        keep_firing_for_s=d.keep_firing_for_s,
+        break_even_z=d.break_even_z,
+        routes=routes,
+    )
+
 
 def window(rng: random.Random, rate: float, n: int = 300, concentration: float = 300.0) -> tuple[int, int]:
     p = rng.betavariate(rate * concentration, (1 - rate) * concentration)
@@ -24,9 +44,9 @@ def false_alarms_per_day(days: int, routes: int, seed: int = 1) -> float:
     rng = random.Random(seed)
     fired = 0
     for r in range(routes):
-        d = DriftDetector(DriftSettings(routes=routes))
-        for _ in range(days * 1440):
-            u = d.add(*window(rng, 0.7 - 0.05 * (r % 3)))
+        d = DriftDetector(settings(routes))
+        for minute in range(days * 1440):
+            u = d.add(*window(rng, 0.7 - 0.05 * (r % 3)), None, 60.0 * minute)
             fired += bool(u and u.changed and u.state == "firing")
     return fired / days
 
@@ -35,12 +55,12 @@ def delay(drop_to: float, trials: int = 30, seed: int = 2, ramp: int = 0) -> dic
     rng = random.Random(seed)
     delays = []
     for _ in range(trials):
-        d = DriftDetector(DriftSettings())
-        for _ in range(60):
-            d.add(*window(rng, 0.7))
+        d = DriftDetector(settings())
+        for minute in range(-60, 0):
+            d.add(*window(rng, 0.7), None, 60.0 * minute)
         for minute in range(1, 600):
             rate = 0.7 + (drop_to - 0.7) * min(1.0, minute / ramp) if ramp else drop_to
-            u = d.add(*window(rng, rate))
+            u = d.add(*window(rng, rate), None, 60.0 * minute)
             if u and u.changed and u.state == "firing":
                 delays.append(minute)
                 break

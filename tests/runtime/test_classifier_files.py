@@ -33,6 +33,17 @@ def test_bundled_model_accuracy_on_held_out_set() -> None:
     assert accuracy >= 0.90
 
 
+def test_bundled_model_accuracy_on_the_realistic_set() -> None:
+    """data/classifier/realistic.jsonl: 92 hand-written prompts in seven languages, written apart from the training
+    templates and never trained on. The bundled model scores 0.685 there (docs/classifier.md); the goal is 0.95 and is
+    NOT met. The floor guards against regressions while the classifier is reworked."""
+    model = load_model(BUNDLED_MODEL)
+    texts, labels = load_labelled(HELD_OUT_DATA.parent / "realistic.jsonl")
+    _, accuracy = confusion(model, texts, labels)
+    assert len(texts) >= 90 and len(set(labels)) == 7
+    assert accuracy >= 0.60
+
+
 def test_train_and_test_share_no_text() -> None:
     train_texts, _ = load_labelled(HELD_OUT_DATA.parent / "train.jsonl")
     test_texts, _ = load_labelled(HELD_OUT_DATA)

@@ -2,9 +2,12 @@
 
 No drift, but everything that used to look like it: k changed by pins (4, 1, 2, 4), load stepped (one client, then
 six, then one), and a route mixing copy-heavy code with prose the n-gram drafter rarely proposes for: no alert.
-Then real drift, the target's sampling made hotter (temperature 2 on the same copy-heavy prompts: the drafter
-proposes as before, the target rejects): a signed Alertmanager-format `firing`, within the delay stated below;
-undone: `resolved`, same fingerprint."""
+Then real drift, the target's sampling made hotter (temperature 0.3 on the same copy-heavy prompts: the drafter
+proposes about as often, the target rejects nearly every first draft, measured 2 of 144 against 40 of 64 greedy;
+hotter still, the output stops repeating and the n-gram drafter proposes nothing, which is not acceptance drift):
+a signed Alertmanager-format `firing` within 120 s of traffic (9 s in a local run with these small windows); undone:
+`resolved`, same fingerprint. With the old evidence (pooled positions, undrafted steps as rejections) the no-drift
+part fired three alerts in a local run; with it, none."""
 
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ def drift_body(kind: str, rng: random.Random) -> dict[str, Any]:
         "model": MODEL,
         "prompt": prompt,
         "max_tokens": 48,
-        "temperature": 2.0 if hot else 0.0,
+        "temperature": 0.3 if hot else 0.0,
         "seed": rng.randint(0, 10**6),
         "stream": True,
     }
