@@ -1,6 +1,7 @@
 """Admin API (JSON): see and steer the loop.controller.
 
     GET    /admin/routes                      per route: k, acceptance, expected speed-up, pins, last decision
+    GET    /admin/routes/check                per route: spread of per-request acceptance; split / merge advice
     PUT    /admin/routes/{name}/k   {"k": 3}  pin a route's k (within its bounds)
     DELETE /admin/routes/{name}/k             unpin
     GET    /admin/controller                  paused, kill switch, table version, ticks
@@ -159,6 +160,22 @@ def admin_router(
                 "routes": {name: loop.controller.route_status(name) for name in loop.controller.route_names()},
             }
         )
+
+    @router.get("/routes/check")
+    async def check_routes(request: Request) -> Response:
+        """Do the routes group requests of similar acceptance? Per route the mean and spread of per-request
+        first-draft acceptance over recent requests, and split / merge advice (controllers/route_check.py)."""
+        check(request)
+        routes = {
+            name: {
+                "requests": round(s.requests, 1),
+                "mean_acceptance": None if s.mean is None else round(s.mean, 4),
+                "spread": None if s.spread is None else round(s.spread, 4),
+            }
+            for name, s in loop.spreads.items()
+        }
+        advice = [{"kind": a.kind, "routes": list(a.routes), "reason": a.reason} for a in loop.route_advice()]
+        return _ok({"routes": routes, "advice": advice})
 
     @router.put("/routes/{name}/k")
     async def pin(name: str, request: Request) -> Response:

@@ -127,6 +127,35 @@ def cmd_schedules(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_routes_check(args: argparse.Namespace) -> int:
+    import os
+
+    import httpx
+
+    key = os.environ.get("SPECGATE_ADMIN_KEY")
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    try:
+        r = httpx.get(f"{args.gateway.rstrip('/')}/admin/routes/check", headers=headers, timeout=10)
+    except httpx.HTTPError as exc:
+        print(f"cannot reach the gateway: {exc}", file=sys.stderr)
+        return 2
+    if r.status_code != 200:
+        print(f"gateway answered {r.status_code}: {r.text}", file=sys.stderr)
+        return 2
+    body = r.json()
+    print(f"{'route':<20} {'requests':>9} {'acceptance':>11} {'spread':>7}")
+    for name, row in sorted(body["routes"].items()):
+        mean = "-" if row["mean_acceptance"] is None else f"{row['mean_acceptance']:.3f}"
+        spread = "-" if row["spread"] is None else f"{row['spread']:.3f}"
+        print(f"{name:<20} {row['requests']:>9.0f} {mean:>11} {spread:>7}")
+    for advice in body["advice"]:
+        print(f"{advice['kind']}: {', '.join(advice['routes'])}: {advice['reason']}")
+    if not body["advice"]:
+        print("no advice: each route's requests accept alike, and no two routes on a pool behave the same")
+    # Exit 1 when there is advice, so that a cron job or CI step can act on it.
+    return 1 if body["advice"] else 0
+
+
 def cmd_hash_key(args: argparse.Namespace) -> int:
     from specgate.gateway.auth import hash_key
 
@@ -564,6 +593,16 @@ def _parser() -> argparse.ArgumentParser:
     sch.add_argument("--gateway", default="http://127.0.0.1:8000", help="the gateway's base URL")
     sch.add_argument("--pool", required=True)
     sch.set_defaults(fn=cmd_schedules)
+
+    routes = sub.add_parser("routes", help="check a running gateway's routes")
+    routes_sub = routes.add_subparsers(dest="routes_command", required=True)
+    rcheck = routes_sub.add_parser(
+        "check",
+        help="per route the spread of per-request acceptance, and split / merge advice (exit 1 with advice); admin "
+        "key from SPECGATE_ADMIN_KEY",
+    )
+    rcheck.add_argument("--gateway", default="http://127.0.0.1:8000", help="the gateway's base URL")
+    rcheck.set_defaults(fn=cmd_routes_check)
 
     hk = sub.add_parser("hash-key", help="print the SHA-256 of an API key, for auth.api_keys or the Redis keys hash")
     hk.add_argument("key", nargs="?", help="the key; read from stdin when absent or '-' (keeps it out of history)")

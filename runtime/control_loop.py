@@ -20,6 +20,7 @@ from specgate.controllers.drift import DriftEvent, first_position
 from specgate.controllers.kv_pressure import KvReading
 from specgate.controllers.observations import Observation, ObservationSink
 from specgate.controllers.picker import running_requests
+from specgate.controllers.route_check import RouteAdvice, RouteSpread, advise
 from specgate.controllers.schedule import BATCH_GRID
 from specgate.controllers.speedup import SpeedupMeter
 from specgate.runtime.alerts import AlertDispatcher
@@ -31,6 +32,18 @@ from specgate.runtime.settings import build_controller, build_drift_monitor
 from specgate.config import GatewayConfig
 
 __all__ = ["ControlLoop"]
+
+
+def _first_position(obs: Observation) -> tuple[int, int]:
+    """Position-1 trials and passes of the request's drafted steps (its per-step record when it has one)."""
+    spec = obs.spec
+    if spec is None:
+        return 0, 0
+    if spec.by_k:
+        groups = [first_position(hist) for k, hist in spec.by_k if k > 0]
+        return sum(g[0] for g in groups), sum(g[1] for g in groups)
+    return first_position(spec.histogram)
+
 
 log = logging.getLogger("specgate.controller")
 
@@ -57,6 +70,8 @@ class ControlLoop:
         self._firing: dict[str, Alert] = {}
         self._break_even: dict[str, float | None] = {}
         self.speedup = SpeedupMeter()
+        # Per route: how alike its requests accept drafts (controllers/route_check.py), for split / merge advice.
+        self.spreads: dict[str, RouteSpread] = {}
         # Per pool since the last tick: the highest KV cache use an endpoint reported, and preemptions.
         self._kv: dict[str, KvReading] = {}
         self._task: asyncio.Task[None] | None = None
@@ -84,6 +99,7 @@ class ControlLoop:
             alerts,
         )
         self._break_even = {name: be for name, be in self._break_even.items() if name in controller.route_names()}
+        self.spreads = {name: s for name, s in self.spreads.items() if name in controller.route_names()}
         for route in [r for r in self._firing if drift is None or r not in drift.detectors]:
             self._retire_alert(route)
         self.publish(controller.table())
@@ -207,6 +223,7 @@ class ControlLoop:
             self.controller.observe(obs, now)
             self.speedup.add(obs.route, obs.k_applied, obs.completion_tokens, obs.e2e_s)
             self._watch_drift(obs)
+            self._watch_spread(obs, now)
         kv, self._kv = self._kv, {}
         table = self.controller.tick(now, self.pool_batches(now), kv)
         self.metrics.controller_ticks.inc()
@@ -233,17 +250,26 @@ class ControlLoop:
     def _watch_drift(self, obs: Observation) -> None:
         """Drift is judged on draft position 1 of the steps that drafted (controllers/drift.py first_position): not
         on the pooled positions, which move with k, nor on steps where the drafter proposed nothing."""
-        spec = obs.spec
-        if self.drift is None or spec is None:
+        if self.drift is None or obs.spec is None:
             return
-        if spec.by_k:
-            groups = [first_position(hist) for k, hist in spec.by_k if k > 0]
-            trials, passes = sum(g[0] for g in groups), sum(g[1] for g in groups)
-        else:
-            trials, passes = first_position(spec.histogram)
+        trials, passes = _first_position(obs)
         event = self.drift.add(obs.route, trials, passes, self._break_even.get(obs.route), time.monotonic())
         if event is not None:
             self._raise(event)
+
+    def _watch_spread(self, obs: Observation, now: float) -> None:
+        if obs.spec is None or obs.route not in self.controller.route_names():
+            return
+        trials, passes = _first_position(obs)
+        spread = self.spreads.get(obs.route)
+        if spread is None:
+            spread = self.spreads[obs.route] = RouteSpread()
+        spread.add(trials, passes, now)
+
+    def route_advice(self) -> list[RouteAdvice]:
+        """Split / merge advice over the routes' recent requests (controllers/route_check.py)."""
+        pools = {name: self.controller.route_status(name)["pool"] for name in self.controller.route_names()}
+        return advise({name: (pools[name], s) for name, s in self.spreads.items() if name in pools})
 
     def _drift_annotations(self, event: DriftEvent) -> dict[str, str]:
         """What the on-call engineer needs in the page itself: the evidence, what it costs, where to look."""
@@ -336,6 +362,14 @@ class ControlLoop:
             be = self._break_even[name] = c.break_even(name)
             if be is not None:
                 m.break_even.labels(name).set(be)
+        for name, spread in self.spreads.items():
+            value = spread.spread
+            if value is not None:
+                m.route_acceptance_spread.labels(name).set(value)
+        m.route_advice.clear()
+        for advice in self.route_advice():
+            for route in advice.routes:
+                m.route_advice.labels(route, advice.kind).set(1)
         if self.drift is not None:
             for name, det in self.drift.detectors.items():
                 m.drift_state.labels(name).set({"learning": 0, "ok": 1, "firing": 2}[det.state])

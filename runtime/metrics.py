@@ -453,8 +453,22 @@ class GatewayMetrics:
         )
         self.drift_acceptance = Gauge(
             "specgate_drift_window_acceptance",
-            "Draft acceptance (over positions) in the route's last closed drift window.",
+            "First-draft acceptance of drafted steps in the route's last closed drift window.",
             ["route"],
+            registry=r,
+        )
+        self.route_acceptance_spread = Gauge(
+            "specgate_route_acceptance_spread",
+            "Standard deviation of per-request first-draft acceptance around the route's mean, binomial noise taken "
+            "out (recent requests): large means the route mixes requests that accept very differently (split it).",
+            ["route"],
+            registry=r,
+        )
+        self.route_advice = Gauge(
+            "specgate_route_advice",
+            "1 while the route check advises: kind split (the route mixes workloads) or merge (it behaves like "
+            "another route on its pool). GET /admin/routes/check says why.",
+            ["route", "kind"],
             registry=r,
         )
         self.drift_baseline = Gauge(

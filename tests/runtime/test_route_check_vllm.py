@@ -1,0 +1,65 @@
+"""The route check on a real engine: a route mixing copy-heavy code with prose is advised to split, two routes of the
+same copy-heavy code are advised to merge (the per-route figures are reported in docs/classifier.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import sys
+from collections.abc import Callable
+
+import httpx
+import pytest
+from specgate.backends.launcher import EngineSpec
+
+from tests.conftest import GatewayServer, engine_pool
+from tests.runtime.test_drift_alerts_vllm import drift_body
+
+pytestmark = pytest.mark.slow
+
+ROUTES = {"mixed": "mixed", "code": "copy", "code-b": "copy"}
+
+
+def test_mixed_route_is_advised_to_split_and_alike_routes_to_merge(
+    engine: EngineSpec, start_gateway: Callable[..., GatewayServer]
+) -> None:
+    gw = start_gateway(
+        [engine_pool(engine)],
+        routing={
+            "routes": [{"name": name, "k": {"pin": 4}} for name in ROUTES],
+            "allow_route_header": True,
+        },
+        controller={"tick_s": 0.3},
+    )
+    rng = random.Random(4)
+
+    async def send() -> None:
+        async with httpx.AsyncClient(timeout=60) as http:
+            for _ in range(12):
+                await asyncio.gather(
+                    *(
+                        http.post(
+                            f"{gw.url}/v1/completions",
+                            json={**drift_body(kind, rng), "stream": False},
+                            headers={"x-specgate-route": route},
+                        )
+                        for route, kind in ROUTES.items()
+                        for _ in range(3)
+                    )
+                )
+
+    asyncio.run(send())
+    asyncio.run(asyncio.sleep(1.0))  # a tick takes the last observations
+    report = httpx.get(f"{gw.url}/admin/routes/check").json()
+    print({name: row for name, row in report["routes"].items()})
+    kinds = {(a["kind"], tuple(a["routes"])) for a in report["advice"]}
+    assert ("split", ("mixed",)) in kinds, report
+    assert ("merge", ("code", "code-b")) in kinds, report
+    assert report["routes"]["mixed"]["spread"] > 0.25 > report["routes"]["code"]["spread"]
+    metrics = httpx.get(f"{gw.url}/metrics").text
+    assert 'specgate_route_advice{kind="split",route="mixed"} 1.0' in metrics
+    done = subprocess.run(
+        [sys.executable, "-m", "specgate", "routes", "check", "--gateway", gw.url], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "split: mixed" in done.stdout, done.stdout + done.stderr
