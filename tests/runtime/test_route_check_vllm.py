@@ -1,5 +1,7 @@
-"""The route check on a real engine: a route mixing copy-heavy code with prose is advised to split, two routes of the
-same copy-heavy code are advised to merge (the per-route figures are reported in docs/classifier.md)."""
+"""The route check on a real engine: a route mixing greedy requests with sampled ones (temperature 0.3, where the
+target rejects nearly every n-gram draft) is advised to split; two routes of the same greedy copy-heavy requests are
+advised to merge. (Prose at temperature 0 does not do for the mix: the tiny model repeats itself there too, and
+accepts about as well as on code.)"""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from tests.runtime.test_drift_alerts_vllm import drift_body
 
 pytestmark = pytest.mark.slow
 
-ROUTES = {"mixed": "mixed", "code": "copy", "code-b": "copy"}
+ROUTES = {"mixed": ("copy", "hot"), "code": ("copy",), "code-b": ("copy",)}
 
 
 def test_mixed_route_is_advised_to_split_and_alike_routes_to_merge(
@@ -36,16 +38,16 @@ def test_mixed_route_is_advised_to_split_and_alike_routes_to_merge(
 
     async def send() -> None:
         async with httpx.AsyncClient(timeout=60) as http:
-            for _ in range(12):
+            for _ in range(10):
                 await asyncio.gather(
                     *(
                         http.post(
                             f"{gw.url}/v1/completions",
-                            json={**drift_body(kind, rng), "stream": False},
+                            json={**drift_body(kinds[i % len(kinds)], rng), "stream": False},
                             headers={"x-specgate-route": route},
                         )
-                        for route, kind in ROUTES.items()
-                        for _ in range(3)
+                        for route, kinds in ROUTES.items()
+                        for i in range(4)
                     )
                 )
 
