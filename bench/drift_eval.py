@@ -11,28 +11,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from dataclasses import replace
 
 from specgate.controllers.drift import DriftDetector, DriftSettings
+from specgate.runtime.settings import drift_settings
 
 from specgate.config import DriftConfig
 
 
 def settings(routes: int = 1) -> DriftSettings:
     """The gateway's defaults (`alerts.drift`), persistence included."""
-    d = DriftConfig()
-    return DriftSettings(
-        min_trials=d.min_trials,
-        baseline_windows=d.baseline_windows,
-        cusum_k=d.cusum_k,
-        cusum_h=d.cusum_h,
-        ewma_lambda=d.ewma_lambda,
-        ewma_l=d.ewma_l,
-        confirm=d.confirm,
-        for_s=d.for_s,
-        keep_firing_for_s=d.keep_firing_for_s,
-        break_even_z=d.break_even_z,
-        routes=routes,
-    )
+    return replace(drift_settings(DriftConfig()), routes=routes)
 
 
 def window(rng: random.Random, rate: float, n: int = 300, concentration: float = 300.0) -> tuple[int, int]:

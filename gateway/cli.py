@@ -64,20 +64,24 @@ def _serve(config: Any, reload_from: Any = None, watch: Path | None = None) -> N
     except ClassifierLoadError as exc:
         print(f"cannot start: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    uvicorn.run(
-        app,
-        host=config.server.host,
-        port=config.server.port,
-        loop="uvloop",
-        http="httptools",
-        log_config=None,
-        access_log=False,
+    uvicorn.run(app, **uvicorn_options(config))
+
+
+def uvicorn_options(config: Any) -> dict[str, Any]:
+    """How the gateway runs under uvicorn, one process or several (gateway/workers.py)."""
+    return {
+        "host": config.server.host,
+        "port": config.server.port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "log_config": None,
+        "access_log": False,
         # Nothing here reads the client address, and the middleware wraps every request.
-        proxy_headers=False,
+        "proxy_headers": False,
         # SIGTERM: stop accepting, let in-flight requests and streams finish, then run the app's shutdown
         # (which flushes observations to the shared store and pending alerts).
-        timeout_graceful_shutdown=config.server.shutdown_grace_s,
-    )
+        "timeout_graceful_shutdown": config.server.shutdown_grace_s,
+    }
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -102,8 +106,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_schedules(args: argparse.Namespace) -> int:
-    import json
+def _admin_get(gateway: str, path: str) -> Any:
+    """GET an admin call of a running gateway (admin key from SPECGATE_ADMIN_KEY); its JSON, or None after saying
+    why on stderr."""
     import os
 
     import httpx
@@ -111,14 +116,22 @@ def cmd_schedules(args: argparse.Namespace) -> int:
     key = os.environ.get("SPECGATE_ADMIN_KEY")
     headers = {"authorization": f"Bearer {key}"} if key else {}
     try:
-        r = httpx.get(f"{args.gateway.rstrip('/')}/admin/pools/{args.pool}/schedules", headers=headers, timeout=10)
+        r = httpx.get(f"{gateway.rstrip('/')}{path}", headers=headers, timeout=10)
     except httpx.HTTPError as exc:
         print(f"cannot reach the gateway: {exc}", file=sys.stderr)
-        return 2
+        return None
     if r.status_code != 200:
         print(f"gateway answered {r.status_code}: {r.text}", file=sys.stderr)
+        return None
+    return r.json()
+
+
+def cmd_schedules(args: argparse.Namespace) -> int:
+    import json
+
+    body = _admin_get(args.gateway, f"/admin/pools/{args.pool}/schedules")
+    if body is None:
         return 2
-    body = r.json()
     print(f"# k by batch size per route (what the scheduler plugin applies per step), pool {body['pool']}:")
     for route, schedule in body["routes"].items():
         print(f"#   {route}: {schedule}")
@@ -128,21 +141,9 @@ def cmd_schedules(args: argparse.Namespace) -> int:
 
 
 def cmd_routes_check(args: argparse.Namespace) -> int:
-    import os
-
-    import httpx
-
-    key = os.environ.get("SPECGATE_ADMIN_KEY")
-    headers = {"authorization": f"Bearer {key}"} if key else {}
-    try:
-        r = httpx.get(f"{args.gateway.rstrip('/')}/admin/routes/check", headers=headers, timeout=10)
-    except httpx.HTTPError as exc:
-        print(f"cannot reach the gateway: {exc}", file=sys.stderr)
+    body = _admin_get(args.gateway, "/admin/routes/check")
+    if body is None:
         return 2
-    if r.status_code != 200:
-        print(f"gateway answered {r.status_code}: {r.text}", file=sys.stderr)
-        return 2
-    body = r.json()
     print(f"{'route':<20} {'requests':>9} {'acceptance':>11} {'spread':>7}")
     for name, row in sorted(body["routes"].items()):
         mean = "-" if row["mean_acceptance"] is None else f"{row['mean_acceptance']:.3f}"

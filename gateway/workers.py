@@ -69,6 +69,7 @@ def serve_workers(args: argparse.Namespace, config: Any, workers: int) -> None:
                 if process.pid is not None:
                     os.kill(process.pid, signal.SIGHUP)
 
+    from specgate.gateway.cli import uvicorn_options
     from specgate.runtime.logs import setup_logging
 
     setup_logging(config.logging.level)
@@ -76,17 +77,6 @@ def serve_workers(args: argparse.Namespace, config: Any, workers: int) -> None:
         os.environ[_ARGS] = json.dumps({k: v for k, v in vars(args).items() if k != "fn"})
         os.environ[_DIR] = directory
         os.environ[_COUNT] = str(workers)
-        uv = uvicorn.Config(
-            "specgate.gateway.workers:worker_app",
-            factory=True,
-            workers=workers,
-            host=config.server.host,
-            port=config.server.port,
-            loop="uvloop",
-            http="httptools",
-            log_config=None,
-            access_log=False,
-            proxy_headers=False,
-            timeout_graceful_shutdown=config.server.shutdown_grace_s,
-        )
+        options = uvicorn_options(config)
+        uv = uvicorn.Config("specgate.gateway.workers:worker_app", factory=True, workers=workers, **options)
         Supervisor(uv, sockets=[uv.bind_socket()]).run()

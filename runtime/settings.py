@@ -11,9 +11,9 @@ from specgate.controllers.decisions import KBounds
 from specgate.controllers.drift import DriftMonitor, DriftSettings
 from specgate.controllers.routing import RouteRules, Rule
 
-from specgate.config import GatewayConfig, RouteMatch, RoutingConfig
+from specgate.config import DriftConfig, GatewayConfig, RouteMatch, RoutingConfig
 
-__all__ = ["build_controller", "build_drift_monitor", "route_bounds", "route_rules"]
+__all__ = ["build_controller", "build_drift_monitor", "drift_settings", "route_bounds", "route_rules"]
 
 
 def _frozen(values: list[str] | None) -> frozenset[str] | None:
@@ -88,22 +88,23 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
     return SpeculationController(settings, routes, pools, now=time.monotonic())
 
 
+def drift_settings(d: DriftConfig) -> DriftSettings:
+    return DriftSettings(
+        min_trials=d.min_trials,
+        baseline_windows=d.baseline_windows,
+        cusum_k=d.cusum_k,
+        cusum_h=d.cusum_h,
+        ewma_lambda=d.ewma_lambda,
+        ewma_l=d.ewma_l,
+        confirm=d.confirm,
+        for_s=d.for_s,
+        keep_firing_for_s=d.keep_firing_for_s,
+        break_even_z=d.break_even_z,
+    )
+
+
 def build_drift_monitor(config: GatewayConfig, routes: list[str]) -> DriftMonitor | None:
     d = config.alerts.drift
     if not d.enabled or not routes:
         return None
-    return DriftMonitor(
-        routes,
-        DriftSettings(
-            min_trials=d.min_trials,
-            baseline_windows=d.baseline_windows,
-            cusum_k=d.cusum_k,
-            cusum_h=d.cusum_h,
-            ewma_lambda=d.ewma_lambda,
-            ewma_l=d.ewma_l,
-            confirm=d.confirm,
-            for_s=d.for_s,
-            keep_firing_for_s=d.keep_firing_for_s,
-            break_even_z=d.break_even_z,
-        ),
-    )
+    return DriftMonitor(routes, drift_settings(d))
