@@ -16,31 +16,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from specgate.gateway.serve_options import config_from_args, uvicorn_options
+
 __all__ = ["main"]
-
-
-def _config_from(args: argparse.Namespace) -> Any:
-    """The config file (if any) with the command line's overrides; raises ConfigError. Read again at each reload."""
-    from specgate.config import load_config, parse_pool_flag, validate_config
-
-    data = load_config(args.config).model_dump() if args.config else {}
-    if args.pool:
-        data["pools"] = [parse_pool_flag(flag, i) for i, flag in enumerate(args.pool)]
-    data.setdefault("server", {})
-    if args.host:
-        data["server"]["host"] = args.host
-    if args.port:
-        data["server"]["port"] = args.port
-    if args.redis:
-        data["state"] = {**data.get("state", {}), "redis_url": args.redis}
-    return validate_config(data)
 
 
 def _build_config(args: argparse.Namespace) -> Any:
     from specgate.config import ConfigError
 
     try:
-        config = _config_from(args)
+        config = config_from_args(args)
     except ConfigError as exc:
         print("invalid configuration:", file=sys.stderr)
         for line in exc.problems:
@@ -67,23 +52,6 @@ def _serve(config: Any, reload_from: Any = None, watch: Path | None = None) -> N
     uvicorn.run(app, **uvicorn_options(config))
 
 
-def uvicorn_options(config: Any) -> dict[str, Any]:
-    """How the gateway runs under uvicorn, one process or several (gateway/workers.py)."""
-    return {
-        "host": config.server.host,
-        "port": config.server.port,
-        "loop": "uvloop",
-        "http": "httptools",
-        "log_config": None,
-        "access_log": False,
-        # Nothing here reads the client address, and the middleware wraps every request.
-        "proxy_headers": False,
-        # SIGTERM: stop accepting, let in-flight requests and streams finish, then run the app's shutdown
-        # (which flushes observations to the shared store and pending alerts).
-        "timeout_graceful_shutdown": config.server.shutdown_grace_s,
-    }
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     from specgate.gateway.workers import refusal, serve_workers
 
@@ -102,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _serve(config)
         return 0
     # SIGHUP, POST /admin/config/reload and --watch-config read the file (and these flags) again.
-    _serve(config, reload_from=lambda: _config_from(args), watch=Path(args.config) if args.watch_config else None)
+    _serve(config, reload_from=lambda: config_from_args(args), watch=Path(args.config) if args.watch_config else None)
     return 0
 
 

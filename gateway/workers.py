@@ -43,15 +43,15 @@ def refusal(config: Any, workers: int) -> str | None:
 def worker_app() -> Any:
     """uvicorn's app factory in each worker: the config from the same command line, read anew."""
     from specgate.gateway.app import create_app
-    from specgate.gateway.cli import _config_from
+    from specgate.gateway.serve_options import config_from_args
     from specgate.runtime.logs import setup_logging
 
     args = argparse.Namespace(**json.loads(os.environ[_ARGS]))
-    config = _config_from(args)
+    config = config_from_args(args)
     setup_logging(config.logging.level)
     return create_app(
         config,
-        reload_from=(lambda: _config_from(args)) if args.config else None,
+        reload_from=(lambda: config_from_args(args)) if args.config else None,
         watch=Path(args.config) if args.config and args.watch_config else None,
         worker_dir=Path(os.environ[_DIR]),
         workers=int(os.environ[_COUNT]),
@@ -69,7 +69,7 @@ def serve_workers(args: argparse.Namespace, config: Any, workers: int) -> None:
                 if process.pid is not None:
                     os.kill(process.pid, signal.SIGHUP)
 
-    from specgate.gateway.cli import uvicorn_options
+    from specgate.gateway.serve_options import uvicorn_options
     from specgate.runtime.logs import setup_logging
 
     setup_logging(config.logging.level)

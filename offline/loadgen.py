@@ -229,7 +229,8 @@ def run_bench(
     }
     progress = Progress(len(order) * len(phases), "bench")
     if warm_up_s > 0:
-        asyncio.run(_phase(engine_url, Phase("warm-up", warm_up_s, 8, 0.5), 0, tokens_per_request, served_model))
+        warm = Phase("warm-up", warm_up_s, 8, 0.5)
+        report["warm_up_requests"] = len(asyncio.run(_phase(engine_url, warm, 0, tokens_per_request, served_model)))
     for n, policy in enumerate(order):
         url = f"http://127.0.0.1:{port + n}"
         # With `record`, each policy's gateway writes the workload record (runtime/recorder.py) to RECORD-POLICY.jsonl.

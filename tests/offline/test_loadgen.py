@@ -68,10 +68,10 @@ def test_the_warm_up_loads_the_engine_directly_and_no_policy_counts_it(warm_up_s
         upstream.close()
     measured = report["policies"]["static-k0"]["p"]["requests"]
     assert measured > 0 and report["warm_up_s"] == warm_up_s
-    if warm_up_s:
-        assert upstream.hits > measured + 10
-    else:
-        assert upstream.hits <= measured + 2  # requests cut at the phase's end are not counted
+    warm = report.get("warm_up_requests", 0)
+    assert (warm > 0) == bool(warm_up_s)
+    # Every warm-up request reached the upstream; requests cut at the phase's end are not counted in `measured`.
+    assert measured + warm <= upstream.hits <= measured + warm + 2
 
 
 def test_adaptive_variants_are_known_policies() -> None:

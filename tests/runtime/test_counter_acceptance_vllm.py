@@ -56,6 +56,15 @@ def _settle(gw: GatewayServer) -> None:
     time.sleep(3 * gw.config.scrape.interval_s)
 
 
+def _scraped_twice(gw: GatewayServer, timeout_s: float = 60.0) -> None:
+    """Wait for the engine's counters to have an interval: drafts before the first scrape of an engine are its
+    history, which no route is given (CI once lost a whole route's turn to a first scrape that came late)."""
+    deadline = time.monotonic() + timeout_s
+    while "specgate_engine_spec_draft_tokens_total{" not in httpx.get(f"{gw.url}/metrics", timeout=10).text:
+        assert time.monotonic() < deadline, "the gateway never scraped the engine twice"
+        time.sleep(0.2)
+
+
 def test_counter_attribution_matches_per_request_truth_when_routes_take_turns(
     engine: EngineSpec, start_gateway: Callable[..., GatewayServer]
 ) -> None:
@@ -68,7 +77,7 @@ def test_counter_attribution_matches_per_request_truth_when_routes_take_turns(
         routing={"routes": [{"name": r, "k": {"pin": 4}} for r in ROUTES], "allow_route_header": True},
         scrape={"interval_s": 0.5},
     )
-    _settle(gw)
+    _scraped_twice(gw)
     for route in ("code", "chat", "code", "chat"):  # one route at a time: exact, up to the scrape boundaries
         asyncio.run(_send(gw, [route] * 4))
         _settle(gw)
