@@ -332,6 +332,8 @@ class _Origin:
         self.open = 0
         self.limit: int | None = None
         self.waiters: deque[asyncio.Future[None]] = deque()
+        # The TLS settings the client was asked for when it made this origin (UpstreamClient._origin).
+        self.made_with: tuple[ssl.SSLContext | None, str | None] = (ssl_context, server_name)
 
     def is_idle(self, conn: _Connection) -> bool:
         return conn in self.idle
@@ -440,8 +442,15 @@ class UpstreamClient:
 
     def _origin(self, base_url: str, ssl_context: ssl.SSLContext | None, server_name: str | None) -> _Origin:
         origin = self._origins.get(base_url)
+        tls = (ssl_context, server_name)
+        if origin is not None and (origin.made_with[0] is not tls[0] or origin.made_with[1] != tls[1]):
+            # The pool's TLS changed (a config reload: a rotated certificate, another CA or name): connections made
+            # with the old settings are not reused. Those in flight finish and are then closed by the engine.
+            origin.close()
+            origin = None
         if origin is None:
             origin = _Origin(base_url, self._max_idle, ssl_context or self._ssl, server_name)
+            origin.made_with = tls
             self._origins[base_url] = origin
         return origin
 

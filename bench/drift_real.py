@@ -62,6 +62,8 @@ class Load:
         self.url, self.model = url, model
         self.clients, self.kind = 1, "mixed"
         self.ok = self.failed = 0
+        # (monotonic time, HTTP status or exception name) of each failure: when and why, against the restart.
+        self.failures: list[tuple[float, str]] = []
         self._stop = False
         self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
 
@@ -78,11 +80,15 @@ class Load:
                     try:
                         async with http.stream("POST", f"{self.url}/v1/completions", json=body) as r:
                             await r.aread()
-                            self.ok += r.status_code == 200
-                            self.failed += r.status_code != 200
-                    except httpx.HTTPError:
-                        self.failed += 1
-                        await asyncio.sleep(0.5)
+                            status: int | str = r.status_code
+                    except httpx.HTTPError as exc:
+                        status = type(exc).__name__
+                    if status == 200:
+                        self.ok += 1
+                        continue
+                    self.failed += 1
+                    self.failures.append((time.monotonic(), str(status)))
+                    await asyncio.sleep(0.5)  # a client backs off, as one should on a 503 (run 1 did not: 17k retries)
 
             await asyncio.gather(*(client(i) for i in range(max(LOAD_STEPS))))
 
@@ -136,6 +142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         started = time.monotonic()
         end = started + 60 * args.minutes
         restarted = False
+        outage: tuple[float, float] | None = None
         pins = [1, None, 4, None, 2, None]
         next_pin, pin_i = started + PIN_EVERY_S, 0
         states: list[str] = []
@@ -151,12 +158,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 else:
                     httpx.put(f"{url}/admin/routes/code/k", json={"k": k}, timeout=10)
             if not restarted and elapsed > 30 * args.minutes:
+                down_at = time.monotonic()
                 engine.stop()
                 time.sleep(5)
                 engine.start()
                 engine.wait_healthy()
+                # The gateway finds the engine healthy at its next probe, a few seconds later.
+                outage = (down_at, time.monotonic() + 15.0)
                 restarted = True
                 report["engine_restarted_at_min"] = round(elapsed / 60, 1)
+                report["engine_down_s"] = round(outage[1] - outage[0], 1)
             states.append(_state(url))
             time.sleep(5)
         report["baseline_learned"] = "ok" in states or "firing" in states
@@ -165,6 +176,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         report["false_alarms_per_hour"] = round(report["false_alarms"] / (args.minutes / 60), 2)
         report["decision_changes"] = _decision_changes(url)
         report["requests_ok_failed"] = [load.ok, load.failed]
+        report["failures"] = _failures(load.failures, outage)
         # Drift: hotter sampling at a steady two clients, until the alert fires. k pinned at 4 so that evidence comes
         # at a steady rate (left free, the controller lowers k as acceptance falls, and the evidence then comes from
         # its exploration alone: slower).
@@ -182,6 +194,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         engine.stop()
         receiver.close()
     return report
+
+
+def _failures(failures: list[tuple[float, str]], outage: tuple[float, float] | None) -> dict[str, dict[str, int]]:
+    """Failures counted by cause, during the engine's restart (stop to healthy, plus the gateway's probe) and
+    outside it: outside, there should be none."""
+    out: dict[str, dict[str, int]] = {"during_restart": {}, "outside_restart": {}}
+    for at, why in failures:
+        during = outage is not None and outage[0] <= at <= outage[1]
+        bucket = out["during_restart" if during else "outside_restart"]
+        bucket[why] = bucket.get(why, 0) + 1
+    return out
 
 
 def _state(url: str) -> str:

@@ -2,6 +2,7 @@
 
     GET    /admin/routes                      per route: k, acceptance, expected speed-up, pins, last decision
     GET    /admin/routes/check                per route: spread of per-request acceptance; split / merge advice
+    GET    /admin/routes/{route}              one route, as in /admin/routes (the drift alert links here)
     PUT    /admin/routes/{name}/k   {"k": 3}  pin a route's k (within its bounds)
     DELETE /admin/routes/{name}/k             unpin
     GET    /admin/controller                  paused, kill switch, table version, ticks
@@ -36,6 +37,7 @@ from specgate.runtime.coordination import Coordinator
 from specgate.runtime.reload import ConfigReloader, ReloadOutcome
 from starlette.responses import Response
 
+from specgate.config import redacted
 from specgate.errors import Forbidden, GatewayError, InvalidRequest, ModelNotFound
 
 __all__ = ["admin_router"]
@@ -166,16 +168,22 @@ def admin_router(
         """Do the routes group requests of similar acceptance? Per route the mean and spread of per-request
         first-draft acceptance over recent requests, and split / merge advice (controllers/route_check.py)."""
         check(request)
-        routes = {
-            name: {
-                "requests": round(s.requests, 1),
-                "mean_acceptance": None if s.mean is None else round(s.mean, 4),
-                "spread": None if s.spread is None else round(s.spread, 4),
-            }
-            for name, s in loop.spreads.items()
-        }
-        advice = [{"kind": a.kind, "routes": list(a.routes), "reason": a.reason} for a in loop.route_advice()]
-        return _ok({"routes": routes, "advice": advice})
+        if follower():
+            shared = await coordinator.shared_status()
+            if shared is not None and "route_check" in shared:
+                return _ok({**shared["route_check"], "served_by": "leader-state"})
+        return _ok(loop.route_check())
+
+    @router.get("/routes/{name}")
+    async def route(name: str, request: Request) -> Response:
+        """One route: its k, reason, acceptance and expected speed-up (the drift alert's generatorURL)."""
+        check(request)
+        route_or_404(name)
+        if follower():
+            shared = await coordinator.shared_status()
+            if shared is not None and name in shared.get("routes", {}):
+                return _ok({**shared["routes"][name], "served_by": "leader-state"})
+        return _ok(loop.controller.route_status(name))
 
     @router.put("/routes/{name}/k")
     async def pin(name: str, request: Request) -> Response:
@@ -282,8 +290,7 @@ def admin_router(
             {
                 "reloadable": r is not None,
                 "last_reload": None if last is None else last.as_dict(),
-                # SecretStr fields dump as "**********".
-                "config": loop.config.model_dump(mode="json"),
+                "config": redacted(loop.config),
             }
         )
 

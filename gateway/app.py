@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hmac
 import logging
 import signal
@@ -230,6 +231,7 @@ class Gateway:
         old_alerts, self.alerts = self.alerts, alerts
         self.auth = Authenticator(new.auth, self.store, self.metrics)
         self.limiter.reconfigure(new.auth.tenants)
+        self.limits = dataclasses.replace(self.limits, client_body_s=new.timeouts.client_body_s)
         self.config = new
         self._route_options(new)
         for label, values in gone.items():

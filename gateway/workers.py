@@ -46,6 +46,8 @@ def worker_app() -> Any:
     from specgate.gateway.serve_options import config_from_args
     from specgate.runtime.logs import setup_logging
 
+    # Until the app installs its reload handler (and for good without a config file) SIGHUP would kill the worker.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     args = argparse.Namespace(**json.loads(os.environ[_ARGS]))
     config = config_from_args(args)
     setup_logging(config.logging.level)
@@ -65,6 +67,8 @@ def serve_workers(args: argparse.Namespace, config: Any, workers: int) -> None:
 
     class Supervisor(Multiprocess):
         def handle_hup(self) -> None:
+            if not args.config:
+                return  # nothing to read again (uvicorn's own HUP would restart every worker at once)
             for process in self.processes:
                 if process.pid is not None:
                     os.kill(process.pid, signal.SIGHUP)

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from specgate.backends.pool import PoolSet
 from specgate.backends.vllm_metrics import StepDelta
@@ -91,6 +92,9 @@ class ControlLoop:
         controller.carry_from(self.controller)
         if drift is not None and self.drift is not None:
             drift.carry_from(self.drift)
+        # A follower goes on serving the leader's table (its own controller never ticks: its table is stale) until
+        # the leader publishes the next one.
+        table = self.dispatcher.table if self.follower else controller.table()
         self.config, self.controller, self.drift, self.dispatcher, self.alerts = (
             config,
             controller,
@@ -102,7 +106,7 @@ class ControlLoop:
         self.spreads = {name: s for name, s in self.spreads.items() if name in controller.route_names()}
         for route in [r for r in self._firing if drift is None or r not in drift.detectors]:
             self._retire_alert(route)
-        self.publish(controller.table())
+        self.publish(table)
 
     def _retire_alert(self, route: str) -> None:
         fired = self._firing.pop(route)
@@ -155,7 +159,8 @@ class ControlLoop:
             await self.coordinator.commit(self.leader_state())
 
     def _follow(self, turn: Turn) -> None:
-        if turn.table is not None and turn.table.version != self.dispatcher.table.version:
+        # By content, not version: a table of this replica's own (before it first followed) can share the leader's.
+        if turn.table is not None and turn.table != self.dispatcher.table:
             self.publish(turn.table)
         self.last_tick_at = time.time()
         self.metrics.last_tick.set(self.last_tick_at)
@@ -167,6 +172,8 @@ class ControlLoop:
             "paused": c.paused,
             "kill_switch": c.kill_switch,
             "ticks": c.ticks,
+            # Only the leader sees every replica's requests: followers answer the route check from this.
+            "route_check": self.route_check(),
         }
         return LeaderState(self.dispatcher.table, status, list(c.log))
 
@@ -265,6 +272,19 @@ class ControlLoop:
         if spread is None:
             spread = self.spreads[obs.route] = RouteSpread()
         spread.add(trials, passes, now)
+
+    def route_check(self) -> dict[str, Any]:
+        """Per route the mean and spread of per-request first-draft acceptance, and the split / merge advice."""
+        routes = {
+            name: {
+                "requests": round(s.requests, 1),
+                "mean_acceptance": None if s.mean is None else round(s.mean, 4),
+                "spread": None if s.spread is None else round(s.spread, 4),
+            }
+            for name, s in self.spreads.items()
+        }
+        advice = [{"kind": a.kind, "routes": list(a.routes), "reason": a.reason} for a in self.route_advice()]
+        return {"routes": routes, "advice": advice}
 
     def route_advice(self) -> list[RouteAdvice]:
         """Split / merge advice over the routes' recent requests (controllers/route_check.py)."""

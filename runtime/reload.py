@@ -106,6 +106,8 @@ class ConfigReloader:
             new = await asyncio.to_thread(self._source)
         except ConfigError as exc:
             return ReloadOutcome("rejected", trigger, errors=list(exc.problems))
+        except Exception as exc:  # unreadable (not UTF-8, a directory, ...): a rejection, counted and alerted on
+            return ReloadOutcome("rejected", trigger, errors=[f"(read): {type(exc).__name__}: {exc}"])
         old = self._current()
         refused = restart_only(old, new)
         if old.pools and not new.pools:

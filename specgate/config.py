@@ -849,8 +849,51 @@ def load_config(path: str | Path) -> GatewayConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError([f"(yaml): {exc}"]) from None
+        raise ConfigError([f"(yaml): {_yaml_problem(exc)}"]) from None
     return validate_config(data)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """What is wrong and where, without the quoted source line: that line may hold a key or a password."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        context = f" ({exc.context})" if exc.context else ""
+        return f"{exc.problem or 'invalid YAML'}{context}{where}"
+    return type(exc).__name__
+
+
+def redacted(config: GatewayConfig) -> dict[str, Any]:
+    """The config as JSON for people to read (GET /admin/config): SecretStr fields masked by pydantic, and in every
+    URL the password, the query string and, for alert receivers (a Slack webhook's path is its secret), the path."""
+    data = config.model_dump(mode="json")
+
+    def walk(value: Any, receiver: bool) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, receiver or k in ("receivers", "alertmanager")) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, receiver) for v in value]
+        if isinstance(value, str) and "://" in value:
+            return _redact_url(value, hide_path=receiver)
+        return value
+
+    result: dict[str, Any] = walk(data, False)
+    return result
+
+
+def _redact_url(url: str, hide_path: bool) -> str:
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username or ''}:**********@{parts.hostname or ''}"
+            if parts.port is not None:
+                netloc += f":{parts.port}"
+    except ValueError:
+        return "**********"
+    path = "/**********" if hide_path and parts.path not in ("", "/") else parts.path
+    query = "?**********" if parts.query else ""
+    return f"{parts.scheme}://{netloc}{path}{query}"
 
 
 def parse_pool_flag(flag: str, index: int) -> dict[str, Any]:

@@ -181,3 +181,32 @@ def test_tls_files_that_do_not_load_are_config_errors(tmp_path: Path) -> None:
     pool["tls"] = {"ca_file": str(tmp_path / "missing.pem")}
     with pytest.raises(ConfigError, match="not a readable file"):
         validate_config({"pools": [pool]})
+
+
+def test_a_yaml_error_does_not_quote_the_line_it_is_on(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text('pools:\n  - name: p\n    api_key: "sk-do-not-leak\n  x: [\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(f)
+    (problem,) = info.value.problems
+    assert "sk-do-not-leak" not in problem and "line" in problem
+
+
+def test_the_readable_config_hides_passwords_queries_and_receiver_paths() -> None:
+    from specgate.config import redacted
+
+    config = validate_config(
+        {
+            "pools": [{"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9/v1"]}],
+            "state": {"redis_url": "redis://user:hunter2@redis:6379/0"},
+            "alerts": {
+                "receivers": [{"name": "s", "url": "https://hooks.example.com/services/T0/SECRET", "format": "slack"}]
+            },
+        }
+    )
+    shown = redacted(config)
+    text = repr(shown)
+    assert "hunter2" not in text and "SECRET" not in text
+    assert shown["state"]["redis_url"] == "redis://user:**********@redis:6379/0"
+    assert shown["alerts"]["receivers"][0]["url"] == "https://hooks.example.com/**********"
+    assert shown["pools"][0]["endpoints"] == ["http://127.0.0.1:9/v1"]  # nothing secret: left readable

@@ -305,7 +305,9 @@ def test_step_counters_give_the_batch_drafts_and_step_time_the_engine_ran(engine
     delta = step_delta(parse_vllm_metrics(before), parse_vllm_metrics(after))
     assert delta is not None and delta.iterations > 0
     batch = delta.request_steps / delta.iterations
-    assert 1.0 < batch <= 6.0
+    # The step and token counters are not read atomically: a scrape can fall between one step's two updates, which
+    # moves the ratio by up to a step's worth (CI once read 6.06 with six in flight).
+    assert 1.0 < batch <= 6.0 * 1.1
     assert 0 < delta.draft_tokens <= 2 * delta.request_steps
     step_s = delta.itl_sum_s / delta.request_steps
     assert 0.0 < step_s < elapsed

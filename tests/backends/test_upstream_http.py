@@ -411,6 +411,20 @@ async def test_tls(tmp_path: Path) -> None:
         trusted = UpstreamClient(ssl_context=ssl.create_default_context(cafile=str(cert)))
         assert await post(trusted, server.url) == (200, b'{"n": 2}')
         trusted.close()
+        # A pool's TLS settings changed by a config reload take effect on the same client: per call, not first-come.
+        c = client()
+
+        async def call(ctx: ssl.SSLContext) -> int:
+            r = await c.post(server.url, "/v1/completions", b"{}", {}, connect_s=2, head_s=2, ssl_context=ctx)
+            r.close()
+            return r.status
+
+        with pytest.raises(ConnectFailed):
+            await call(ssl.create_default_context())
+        assert await call(ssl.create_default_context(cafile=str(cert))) == 200
+        with pytest.raises(ConnectFailed):
+            await call(ssl.create_default_context())
+        c.close()
 
 
 async def test_a_connection_cap_queues_requests_in_order_and_times_out_without_sending() -> None:

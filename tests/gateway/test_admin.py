@@ -32,6 +32,9 @@ def test_routes_pin_unpin_pause_kill(start_gateway: Callable[..., GatewayServer]
     assert set(routes) == {"code", "chat", "default"}
     assert routes["chat"]["k"] == 1 and routes["chat"]["pinned_by"] == "config"
     assert routes["code"]["k"] == 0 and routes["code"]["acceptance"]["position_rates"] == [None] * 4
+    assert httpx.get(f"{url}/routes/chat").json() == routes["chat"]  # the drift alert's generatorURL
+    assert httpx.get(f"{url}/routes/nope").status_code == 404
+    assert httpx.get(f"{url}/routes/check").json() == {"routes": {}, "advice": []}
 
     r = httpx.put(f"{url}/routes/code/k", json={"k": 3})
     assert r.status_code == 200 and r.json()["k"] == 3 and r.json()["pinned_by"] == "admin"

@@ -112,3 +112,50 @@ def test_reloads_run_one_at_a_time() -> None:
         return [o.result for o in await asyncio.gather(*(reloader.reload("test") for _ in range(5)))]
 
     assert asyncio.run(main()) == ["applied"] * 5 and most == 1
+
+
+class _Following:
+    """A replica's seat when another holds the lease (runtime/coordination.py Coordinator): serve `table`."""
+
+    def __init__(self, table: Any) -> None:
+        from specgate.runtime.coordination import ReplicaInfo
+
+        self.table = table
+        self.info = ReplicaInfo("r2", "follower", False, "r1", "memory", True)
+
+    async def begin(self, local: list[Any]) -> Any:
+        from specgate.runtime.coordination import Turn
+
+        return Turn("follower", table=self.table)
+
+
+def test_a_follower_keeps_serving_the_leaders_table_through_a_reload() -> None:
+    """Its own controller never ticks: its table is stale and must not replace the leader's, nor hide the leader's
+    next one because the version numbers happen to agree."""
+    from specgate.backends.pool import PoolSet
+    from specgate.controllers.decisions import DecisionTable, RouteDecision
+    from specgate.controllers.observations import ObservationSink
+    from specgate.runtime.control_loop import ControlLoop
+    from specgate.runtime.dispatch import Dispatcher
+
+    config = _config(routing={"routes": [{"name": "code"}], "default_route": "code"})
+    pools = PoolSet(config)
+    leader = DecisionTable(7, {"code": RouteDecision(1, "leader")})
+    coordinator = _Following(leader)
+    loop = ControlLoop(
+        config,
+        pools,
+        ObservationSink(),
+        Dispatcher(config, pools, None),
+        GatewayMetrics(),
+        coordinator,  # type: ignore[arg-type]
+    )
+    asyncio.run(loop.step())
+    assert loop.dispatcher.table is leader
+    reloaded = _config(routing={"routes": [{"name": "code"}], "default_route": "code"}, controller={"hysteresis": 0.2})
+    loop.reconfigure(reloaded, Dispatcher(reloaded, pools, None), None)
+    assert loop.dispatcher.table == leader
+    # The leader's next table, at the version the follower's own controller would have published after a reload.
+    coordinator.table = DecisionTable(loop.controller.table().version, {"code": RouteDecision(3, "leader")})
+    asyncio.run(loop.step())
+    assert loop.dispatcher.table.k_for("code") == 3
