@@ -48,6 +48,19 @@ def _client(context: ssl.SSLContext | None, server_name: str | None) -> httpx.As
 log = logging.getLogger("specgate.monitor")
 
 
+def scrape_failure(exc: Exception) -> str:
+    """The metric label for why a scrape gave no reading."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.TransportError):
+        return "connect"
+    if isinstance(exc, httpx.HTTPStatusError):
+        return "status"
+    if isinstance(exc, ValueError):
+        return "parse"
+    return "other"
+
+
 class EndpointMonitor:
     def __init__(
         self,
@@ -57,6 +70,7 @@ class EndpointMonitor:
         *,
         on_snapshot: Callable[[Endpoint, EngineSnapshot | None, EngineSnapshot], None] | None = None,
         on_health: Callable[[Endpoint], None] | None = None,
+        on_scrape_failed: Callable[[Endpoint, str], None] | None = None,
         discovery: DiscoveryConfig | None = None,
         on_facts: Callable[[Endpoint, EngineFacts | None], None] | None = None,
         tested_versions: tuple[str, ...] = (),
@@ -66,6 +80,7 @@ class EndpointMonitor:
         self._scrape = scrape
         self._on_snapshot = on_snapshot
         self._on_health = on_health
+        self._on_scrape_failed = on_scrape_failed
         self._discovery = discovery if discovery is not None else DiscoveryConfig(enabled=False)
         self._on_facts = on_facts
         self._tested = tested_versions
@@ -245,6 +260,8 @@ class EndpointMonitor:
             snap = parse_sglang_metrics(resp.text) if ep.pool in self._sglang else parse_vllm_metrics(resp.text)
         except (httpx.HTTPError, ValueError) as exc:
             log.debug("scrape failed", extra={"endpoint": ep.url, "error": type(exc).__name__})
+            if self._on_scrape_failed:
+                self._on_scrape_failed(ep, scrape_failure(exc))
             return
         previous = ep.snapshot
         ep.snapshot = snap

@@ -141,6 +141,7 @@ class Gateway:
             config.scrape,
             on_health=self._export_health,
             on_snapshot=self._on_snapshot,
+            on_scrape_failed=self._on_scrape_failed,
             discovery=config.discovery,
             on_facts=self._on_facts,
             tested_versions=TESTED_VLLM,
@@ -205,11 +206,14 @@ class Gateway:
         staged = PoolSet(new, carry=self.pools)
         dispatcher = Dispatcher(new, self.pools, classifier)
         alerts = self.alerts
-        if new.alerts != old.alerts:
+        # Drift settings are the control loop's; only a change in where and how alerts go needs a new dispatcher
+        # (the old one's queued deliveries get a short grace when it stops).
+        if new.alerts.model_copy(update={"drift": old.alerts.drift}) != old.alerts:
             alerts = AlertDispatcher(new.alerts, self.metrics)
-            alerts.carry_from(self.alerts)
             await alerts.start()
         await self.monitor.stage(staged)
+        if alerts is not self.alerts:
+            alerts.carry_from(self.alerts)  # after the last await: no alert fired meanwhile is left behind
         before = {p.name: p for p in old.pools}
         changed_pools = {p.name for p in new.pools if p.name in before and before[p.name] != p}
         gone = {
@@ -285,6 +289,9 @@ class Gateway:
             log.warning(
                 "endpoint lost a verified capability", extra={"pool": ep.pool, "endpoint": ep.url, "capability": name}
             )
+
+    def _on_scrape_failed(self, ep: Endpoint, reason: str) -> None:
+        self.metrics.engine_scrape_failures.labels(ep.pool, ep.url, reason).inc()
 
     def _on_snapshot(self, ep: Endpoint, previous: EngineSnapshot | None, snap: EngineSnapshot) -> None:
         steps = step_delta(previous, snap)

@@ -355,6 +355,13 @@ class GatewayMetrics:
             ["pool", "endpoint"],
             registry=r,
         )
+        self.engine_scrape_failures = Counter(
+            "specgate_engine_scrape_failures",
+            "Scrapes of an endpoint's /metrics that gave no reading (timeout, connect, status, parse): while they fail,"
+            " the controller sees neither its load nor its KV pressure.",
+            ["pool", "endpoint", "reason"],
+            registry=r,
+        )
         self.classification_seconds = Histogram(
             "specgate_classification_seconds",
             "Time to classify one request.",

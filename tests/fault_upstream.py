@@ -3,6 +3,7 @@ that it can misbehave at the byte level). Not an engine: fixed answers, and each
 says. It counts requests and open connections so tests can check that nothing leaks.
 
 modes: ok | http_500 | slow_headers | stall_stream | cut_stream | garbage_sse | truncated_sse | oversized
+| slow_metrics (its /metrics answers after delay_s)
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class FaultUpstream:
         model = body.get("model", "m")
         if request["path"] in ("/health", "/metrics") or request["method"] == "GET":
             payload = b"" if request["path"] == "/health" else b"# no metrics\n"
+            if mode == "slow_metrics" and request["path"] == "/metrics":
+                await asyncio.sleep(self.delay_s)
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(payload) + payload)
             await writer.drain()
             return True

@@ -234,3 +234,19 @@ def test_a_failure_between_opening_the_upstream_stream_and_relaying_it_leaks_not
     assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
     assert up.hits == 1
     assert_no_leaks(gw, up)
+
+
+def test_scrapes_that_time_out_are_counted(start_gateway: Callable, upstreams: list[FaultUpstream]) -> None:
+    # A busy engine's /metrics answering late: the controller gets no reading from it, and operators see why.
+    up = upstream(upstreams, "slow_metrics", delay_s=1.0)
+    gw = gateway(start_gateway, [up.url], scrape={"interval_s": 0.1, "timeout_s": 0.2})
+    deadline = time.monotonic() + 10
+    line = ""
+    while not line:
+        assert time.monotonic() < deadline, "no scrape failure counted"
+        metrics = httpx.get(f"{gw.url}/metrics").text
+        prefix = f'specgate_engine_scrape_failures_total{{endpoint="{up.url}",pool="p",reason="timeout"}}'
+        line = next((x for x in metrics.splitlines() if x.startswith(prefix)), "")
+        time.sleep(0.1)
+    assert float(line.rsplit(" ", 1)[1]) >= 1
+    assert post(gw).status_code == 200  # generation is not affected
