@@ -289,7 +289,13 @@ class ControlLoop:
     def route_advice(self) -> list[RouteAdvice]:
         """Split / merge advice over the routes' recent requests (controllers/route_check.py)."""
         pools = {name: self.controller.route_status(name)["pool"] for name in self.controller.route_names()}
-        return advise({name: (pools[name], s) for name, s in self.spreads.items() if name in pools})
+        check = self.config.routing.check
+        return advise(
+            {name: (pools[name], s) for name, s in self.spreads.items() if name in pools},
+            split_above=check.split_above,
+            merge_within=check.merge_within,
+            min_requests=check.min_requests,
+        )
 
     def _drift_annotations(self, event: DriftEvent) -> dict[str, str]:
         """What the on-call engineer needs in the page itself: the evidence, what it costs, where to look."""

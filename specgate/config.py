@@ -403,6 +403,19 @@ class RouteConfig(_Strict):
     semantic_cache: bool = False
 
 
+class RouteCheckConfig(_Strict):
+    """Split / merge advice from how alike a route's requests accept drafts (controllers/route_check.py)."""
+
+    # A route whose per-request first-draft acceptance spreads more than this (standard deviation, binomial noise
+    # taken out) is advised to split. A half-and-half mix of two workloads spreads half their gap: 0.25 flags halves
+    # accepting 0.5 apart; lower it to catch smaller gaps at the risk of flagging routes whose prompts just vary.
+    split_above: Annotated[float, Field(gt=0, le=0.5)] = 0.25
+    # Two homogeneous routes of one pool whose mean acceptances are this close are advised to merge.
+    merge_within: Annotated[float, Field(ge=0, le=1)] = 0.05
+    # Routes with fewer recent (decayed) requests are not judged.
+    min_requests: Annotated[float, Field(ge=2)] = 30.0
+
+
 class RoutingConfig(_Strict):
     # Routes in priority order: the first whose rules match takes the request.
     routes: list[RouteConfig] = []
@@ -411,6 +424,7 @@ class RoutingConfig(_Strict):
     allow_route_header: bool = False
     # A client's own `vllm_xargs.num_speculative_tokens` is honoured instead of the route's k.
     allow_client_k: bool = False
+    check: RouteCheckConfig = RouteCheckConfig()
 
     @field_validator("routes")
     @classmethod
