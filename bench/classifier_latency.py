@@ -1,10 +1,12 @@
 """Benchmark: time to classify one request with the bundled model (p50 / p99), on this machine.
 
-A prompt of about 2,000 tokens (~8,000 characters of standard-library source) and the held-out set's
-own prompts; the classifier reads a bounded head and tail, so longer prompts cost the same. Several
-rounds, reported as the median of the rounds' percentiles and the worst round (the machine is shared).
+A prompt of about 2,000 tokens (~8,000 characters of standard-library source), the held-out template set's prompts
+and the hand-written realistic set's; the classifier reads a bounded head and tail, so longer prompts cost the
+same. Several rounds, reported as the median of the rounds' percentiles and the worst round (the machine is shared).
+With `--baseline MODEL.npz` the same rounds also time that model, the two alternating order round by round, and the
+ratios (this model / baseline) of the medians are printed.
 
-    python bench/classifier_latency.py [--repeat 20000]
+    python bench/classifier_latency.py [--repeat 20000] [--baseline old-model.npz]
 """
 
 from __future__ import annotations
@@ -35,29 +37,50 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--repeat", type=int, default=20000, help="classifications per round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--model", default=str(BUNDLED_MODEL), help="model to time (default: the bundled one)")
+    parser.add_argument("--baseline", help="a second model timed in the same rounds, for ratios")
     args = parser.parse_args()
-    model = load_model(BUNDLED_MODEL)
+    models = {"model": load_model(args.model)}
+    if args.baseline:
+        models["baseline"] = load_model(args.baseline)
     source = (Path(sysconfig.get_paths()["stdlib"]) / "argparse.py").read_text()[:8000]
     long_prompt = [{"messages": [{"role": "user", "content": "Refactor this module:\n" + source}]}]
     held_out = [json.loads(line) for line in HELD_OUT_DATA.read_text().splitlines()]
-    measure(model, long_prompt, 500)  # warm-up
-    results = {}
-    for name, bodies in (("2k-token prompt", long_prompt), ("held-out prompts", held_out)):
-        rounds = [measure(model, bodies, args.repeat) * 1e6 for _ in range(args.rounds)]
-        p50 = [float(np.percentile(t, 50)) for t in rounds]
-        p99 = [float(np.percentile(t, 99)) for t in rounds]
-        results[name] = {
-            "p50_us_median": round(float(np.median(p50)), 1),
-            "p99_us_median": round(float(np.median(p99)), 1),
-            "p99_us_worst_round": round(max(p99), 1),
-            "rounds": args.rounds,
-            "per_round": args.repeat,
+    realistic = [json.loads(line) for line in (HELD_OUT_DATA.parent / "realistic.jsonl").read_text().splitlines()]
+    for m in models.values():
+        measure(m, long_prompt, 500)  # warm-up
+    results: dict[str, dict] = {name: {} for name in models}
+    sets = (("2k-token prompt", long_prompt), ("held-out prompts", held_out), ("realistic prompts", realistic))
+    for set_name, bodies in sets:
+        rounds: dict[str, list[np.ndarray]] = {name: [] for name in models}
+        for r in range(args.rounds):
+            order = list(models) if r % 2 == 0 else list(reversed(models))
+            for name in order:
+                rounds[name].append(measure(models[name], bodies, args.repeat) * 1e6)
+        for name, times in rounds.items():
+            p50 = [float(np.percentile(t, 50)) for t in times]
+            p99 = [float(np.percentile(t, 99)) for t in times]
+            results[name][set_name] = {
+                "p50_us_median": round(float(np.median(p50)), 1),
+                "p99_us_median": round(float(np.median(p99)), 1),
+                "p99_us_worst_round": round(max(p99), 1),
+                "rounds": args.rounds,
+                "per_round": args.repeat,
+            }
+    report: dict[str, object] = {"results": results["model"]}
+    if args.baseline:
+        report["baseline"] = results["baseline"]
+        report["ratio_to_baseline"] = {
+            set_name: {
+                q: round(row[q] / results["baseline"][set_name][q], 2) for q in ("p50_us_median", "p99_us_median")
+            }
+            for set_name, row in results["model"].items()
         }
     print(
         json.dumps(
             {
                 "machine": f"{platform.machine()}, {platform.python_version()}, numpy {np.__version__}",
-                "results": results,
+                **report,
             },
             indent=2,
         )

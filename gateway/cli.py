@@ -288,7 +288,20 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
     texts, labels = load_labelled(args.data)
     label_set = DEFAULT_LABELS if set(labels) <= set(DEFAULT_LABELS) else sorted(set(labels))
     started = time.monotonic()
-    model = train(texts, labels, label_set=label_set, dim=1 << args.dim_bits, epochs=args.epochs, seed=args.seed)
+    try:
+        model = train(
+            texts,
+            labels,
+            label_set=label_set,
+            dim=1 << args.dim_bits,
+            epochs=args.epochs,
+            seed=args.seed,
+            ask_chars=args.ask_chars,
+            cue_repeat=args.cue_repeat,
+        )
+    except ValueError as exc:
+        print(f"specgate classifier train: {exc}", file=sys.stderr)
+        return 2
     _, accuracy = confusion(model, texts, labels)
     save_model(model, args.out)
     print(
@@ -624,6 +637,10 @@ def _parser() -> argparse.ArgumentParser:
     ctrain.add_argument("--dim-bits", type=int, default=16, help="hash buckets = 2**DIM_BITS")
     ctrain.add_argument("--epochs", type=int, default=6)
     ctrain.add_argument("--seed", type=int, default=0)
+    ctrain.add_argument(
+        "--ask-chars", type=int, default=160, help="leading characters of the user turn hashed apart (0: one text)"
+    )
+    ctrain.add_argument("--cue-repeat", type=int, default=4, help="weight of each shape / task-word cue")
     ctrain.set_defaults(fn=cmd_classifier_train)
     ceval = cls_sub.add_parser("eval", help="confusion table and accuracy on labelled JSONL")
     ceval.add_argument("--data", default=str(HELD_OUT_DATA), help="default: the committed held-out set")

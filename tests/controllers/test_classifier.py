@@ -127,7 +127,7 @@ def test_any_text_gets_a_label_with_a_probability(text: str) -> None:
                     {"role": "user", "content": "c"},
                 ]
             },
-            "S\nc",
+            "S\x1ec",
         ),
         (
             {"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "image_url"}]}]},
@@ -142,3 +142,53 @@ def test_any_text_gets_a_label_with_a_probability(text: str) -> None:
 )
 def test_classification_text(body: dict, text: str) -> None:
     assert classification_text(body) == text
+
+
+def test_shape_cues_see_code_tracebacks_scripts_and_questions() -> None:
+    from specgate.controllers.classifier import shape_cues
+
+    trace = 'Why?\nTraceback (most recent call last):\n  File "a.py", line 1\nTypeError: bad operand'
+    cues = set(shape_cues(trace, "", 160))
+    assert {"trace:True", "ask-script:latin", "system:False"} <= cues
+    assert "trace:False" in shape_cues("the error of my ways", "", 160)  # a word, not an exception name
+    assert "trace:True" in shape_cues("it says ValueError when I run it", "", 160)
+    assert {"ask-script:cjk", "question:True"} <= set(shape_cues("这段代码为什么报错\uff1f", "", 160))
+    assert "ask-script:kana" in shape_cues("このコードを直して", "", 160)
+    assert "ask-script:cyrillic" in shape_cues("Переведи на английский", "", 160)
+    code = "def f(x):\n    return x + 1\n\nclass A:\n    pass"
+    assert "code:3" in shape_cues(code, "", 160) and "code:0" in shape_cues("hello there\nhow are you", "sys", 160)
+    assert "system:True" in shape_cues("hi", "You are a translator.", 160)
+
+
+def test_task_words_are_placed_in_the_ask_or_the_body() -> None:
+    from specgate.controllers.classifier import _task_words
+
+    assert _task_words("please summarize this:\nlong text", 40) == ["word:summary:ask"]
+    assert _task_words("x" * 50 + " translate that", 40) == ["word:translate:body"]
+    assert "word:edit:ask" in _task_words("исправь ошибку в коде", 160)
+    assert _task_words("hello there", 160) == []
+
+
+def test_a_system_prompt_is_read_apart_from_the_user_turn() -> None:
+    from specgate.controllers.classifier import SYSTEM_SEPARATOR
+
+    model = train(["a"] * 2, ["code", "chat"], dim=1 << 12, epochs=1)
+    alone = model.features("Translate to German: good morning")
+    with_system = model.features(f"You are a translator.{SYSTEM_SEPARATOR}Translate to German: good morning")
+    assert len(set(with_system) - set(alone)) > 30  # the system prompt's n-grams, in a space of their own
+    assert len(set(alone) - set(with_system)) <= 2  # the user turn's stay; only the "no system prompt" cue goes
+
+
+def test_models_without_the_parts_array_read_the_text_as_one() -> None:
+    model = small_model()
+    arrays = {k: v for k, v in model.to_arrays().items() if k != "parts"}
+    old = ClassifierModel.from_arrays(arrays)
+    assert (old.ask_chars, old.cue_repeat) == (0, 1)
+    joined = old.features("sys\x1euser text")
+    assert np.array_equal(joined, old.features("sys\nuser text"))
+
+
+@pytest.mark.parametrize("kwargs", [{"ask_chars": -1}, {"system_chars": -5}, {"cue_repeat": 0}])
+def test_bad_feature_settings_are_refused(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        train(TEXTS, LABELS, dim=1 << 8, epochs=1, **kwargs)

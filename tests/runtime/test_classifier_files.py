@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -29,19 +31,28 @@ def test_bundled_model_accuracy_on_held_out_set() -> None:
     assert model.labels == DEFAULT_LABELS
     texts, labels = load_labelled(HELD_OUT_DATA)
     _, accuracy = confusion(model, texts, labels)
-    assert len(texts) >= 700
-    assert accuracy >= 0.90
+    assert len(texts) >= 2000
+    assert accuracy >= 0.88  # 0.917 measured (docs/classifier.md)
 
 
 def test_bundled_model_accuracy_on_the_realistic_set() -> None:
     """data/classifier/realistic.jsonl: 92 hand-written prompts in seven languages, written apart from the training
-    templates and never trained on. The bundled model scores 0.685 there (docs/classifier.md); the goal is 0.95 and is
-    NOT met. The floor guards against regressions while the classifier is reworked."""
+    data generator and never trained or tuned on. The bundled model scores 0.935 there (docs/classifier.md); the goal
+    is 0.95 and is NOT met. The floor guards against regressions."""
     model = load_model(BUNDLED_MODEL)
     texts, labels = load_labelled(HELD_OUT_DATA.parent / "realistic.jsonl")
     _, accuracy = confusion(model, texts, labels)
     assert len(texts) >= 90 and len(set(labels)) == 7
-    assert accuracy >= 0.60
+    assert accuracy >= 0.88
+
+
+def test_bundled_model_accuracy_on_the_development_set() -> None:
+    """data/classifier/dev.jsonl: 140 hand-written prompts, the set features and settings were chosen on (0.843)."""
+    model = load_model(BUNDLED_MODEL)
+    texts, labels = load_labelled(HELD_OUT_DATA.parent / "dev.jsonl")
+    _, accuracy = confusion(model, texts, labels)
+    assert len(texts) == 140 and len(set(labels)) == 7
+    assert accuracy >= 0.78
 
 
 def test_train_and_test_share_no_text() -> None:
@@ -55,7 +66,7 @@ def test_eval_command_prints_table_and_accuracy(capsys: pytest.CaptureFixture[st
     assert main(["classifier", "eval"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("accuracy: "))
-    assert float(line.split()[1]) >= 0.90
+    assert float(line.split()[1]) >= 0.88
     assert "rag-answer" in out
 
 
@@ -70,6 +81,8 @@ def test_train_command_writes_a_usable_model(tmp_path: Path, capsys: pytest.Capt
     assert main(["classifier", "train", "--data", str(data), "--out", str(out), "--dim-bits", "12"]) == 0
     assert main(["classifier", "eval", "--data", str(data), "--model", str(out)]) == 0
     assert "accuracy: 1.0000" in capsys.readouterr().out
+    assert main(["classifier", "train", "--data", str(data), "--out", str(out), "--cue-repeat", "0"]) == 2
+    assert "cue_repeat >= 1" in capsys.readouterr().err
 
 
 def test_broken_model_file_fails_open(tmp_path: Path) -> None:
@@ -183,7 +196,7 @@ def test_routes_on_labels_need_a_loadable_model_at_start_up(tmp_path: Path) -> N
     with pytest.raises(ClassifierLoadError, match="does not have: nonsense"):
         RequestClassifier(ClassifierConfig(), GatewayMetrics(), frozenset({"code", "nonsense"}))
     ok = RequestClassifier(ClassifierConfig(), GatewayMetrics(), frozenset({"code"}))
-    assert ok.model is not None and ok({"prompt": "def f(x):\n    return x"}) == "code"
+    assert ok.model is not None and ok({"prompt": "def fib(n):"}) == "code"
 
 
 def test_check_config_reports_a_classifier_the_routes_cannot_use(
@@ -204,3 +217,14 @@ def test_serve_refuses_to_start_without_the_model_its_routes_need(tmp_path: Path
     with pytest.raises(SystemExit) as exit_info:
         main(["serve", "--config", str(_config_with_code_route(tmp_path, {"model_path": str(bad)})), "--port", "1"])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.skipif(sys.version_info[:3] != (3, 11, 7), reason="made from 3.11.7's standard library")
+def test_the_generator_makes_the_committed_sets_byte_for_byte(tmp_path: Path) -> None:
+    """docs/classifier.md says how the train and test sets were made; this keeps the command true."""
+    tool = Path(__file__).resolve().parents[2] / "tools" / "make_classifier_data.py"
+    args = ["--out", str(tmp_path), "--per-label", "2500", "--test-per-label", "300"]
+    done = subprocess.run([sys.executable, str(tool), *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for name in ("train.jsonl", "test.jsonl"):
+        assert (tmp_path / name).read_bytes() == (HELD_OUT_DATA.parent / name).read_bytes(), name
