@@ -28,8 +28,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from specgate.backends.embeddings import EndpointEmbedder
 from specgate.backends.monitor import EndpointMonitor
 from specgate.backends.pool import Endpoint, Pool, PoolSet
+from specgate.backends.record_stream import RedisStreamSink, stream_key
 from specgate.backends.spec_cap import TESTED_VLLM
-from specgate.backends.state_store import make_store
+from specgate.backends.state_store import make_store, redis_client
 from specgate.backends.vllm_metrics import EngineSnapshot, SpecDelta, preemption_delta, spec_delta, step_delta
 from specgate.controllers.attribution import attribute
 from specgate.controllers.capabilities import CAPABILITIES, EngineFacts, lost
@@ -46,7 +47,7 @@ from specgate.runtime.control_loop import ControlLoop
 from specgate.runtime.coordination import StoreCoordinator
 from specgate.runtime.dispatch import Dispatcher, Plan
 from specgate.runtime.metrics import GatewayMetrics
-from specgate.runtime.recorder import WorkloadRecorder
+from specgate.runtime.recorder import FileSink, RecordSink, WorkloadRecorder
 from specgate.runtime.relay import Relay, RelayResult, StreamRelay
 from specgate.runtime.reload import ConfigReloader, ConfigWatcher
 from specgate.runtime.requests import Api, ParsedRequest
@@ -101,6 +102,15 @@ class RequestIdMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_id)
+
+
+def record_sink(config: GatewayConfig) -> RecordSink:
+    """Where the workload record goes (`recording.sink`)."""
+    rec = config.recording
+    if rec.sink == "redis" and config.state.redis_url:
+        client = redis_client(config.state.redis_url, config.state.timeout_s)
+        return RedisStreamSink(client, stream_key(config.state.namespace), rec.stream_max_len)
+    return FileSink(Path(rec.path), rec.max_bytes, rec.backups)
 
 
 def _error_response(exc: GatewayError) -> Response:
@@ -165,10 +175,9 @@ class Gateway:
                 else HashedEmbedder()
             )
         self.cache = SharedCache(local, self.store, self.metrics, semantic) if c.enabled else None
-        rec = config.recording
         self.recorder = (
-            WorkloadRecorder(Path(rec.path), rec.max_bytes, rec.backups, on_drop=self.metrics.records_dropped.inc)
-            if rec.enabled
+            WorkloadRecorder(record_sink(config), on_drop=self.metrics.records_dropped.inc)
+            if config.recording.enabled
             else None
         )
         self._semantic_on = semantic is not None

@@ -368,18 +368,57 @@ def cmd_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+_REDIS_SCHEMES = ("redis://", "rediss://", "redis+sentinel://", "unix://")
+
+
+def _redacted(url: str) -> str:
+    """The URL without its password, for messages."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
+
+
+def _stream_lines(url: str, key: str) -> list[bytes]:
+    import asyncio
+
+    from specgate.backends.record_stream import read_stream
+    from specgate.backends.state_store import redis_client
+
+    async def read() -> list[bytes]:
+        client = redis_client(url, 10.0)
+        try:
+            return [line async for line in read_stream(client, key)]
+        finally:
+            await client.aclose()
+
+    return asyncio.run(read())
+
+
 def cmd_advise(args: argparse.Namespace) -> int:
     import json
 
-    from specgate.offline.advisor import advise, load_records, render
+    from redis.exceptions import RedisError
+    from specgate.offline.advisor import advise, load_records, parse_records, render
     from specgate.offline.plots import PlotsUnavailable, plot_advice
 
-    paths = [Path(p) for p in args.records]
+    streams = [src for src in args.records if src.startswith(_REDIS_SCHEMES)]
+    paths = [Path(p) for p in args.records if p not in streams]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         print(f"no such record file: {', '.join(missing)}", file=sys.stderr)
         return 2
     records, skipped = load_records(paths)
+    for url in streams:
+        try:
+            lines = _stream_lines(url, args.stream)
+        except (RedisError, OSError, ValueError) as exc:
+            print(f"cannot read the record stream {args.stream} at {_redacted(url)}: {exc}", file=sys.stderr)
+            return 2
+        more, bad = parse_records(lines)
+        records, skipped = sorted([*records, *more], key=lambda r: r["t"]), skipped + bad
     if skipped:
         print(f"skipped {skipped} lines that are not records", file=sys.stderr)
     try:
@@ -658,7 +697,16 @@ def _parser() -> argparse.ArgumentParser:
         help="what speculation would do for recorded traffic (recording.enabled): per-route acceptance, TPOT per k "
         "and per policy in the simulator, a batch-size table for stock engines",
     )
-    adv.add_argument("--from", dest="records", nargs="+", required=True, help="record files (JSON lines)")
+    adv.add_argument(
+        "--from",
+        dest="records",
+        nargs="+",
+        required=True,
+        help="record files (JSON lines) and / or Redis URLs holding the record stream (recording.sink: redis)",
+    )
+    adv.add_argument(
+        "--stream", default="specgate:records", help="the stream's key in Redis: <state.namespace>:records"
+    )
     adv.add_argument(
         "--engine-profile", default="gpu", help="the simulator's step-time profile: gpu, cpu, h100-llama8b-eagle"
     )

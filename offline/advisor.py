@@ -45,21 +45,25 @@ Arrivals = Literal["closed", "open"]
 def load_records(paths: Iterable[Path]) -> tuple[list[dict[str, Any]], int]:
     """Records from JSON-lines files (rotated files may be given in any order: sorted by time); and how many lines
     were not records (skipped, counted)."""
+    return parse_records(line for path in paths for line in path.read_text(errors="replace").splitlines())
+
+
+def parse_records(lines: Iterable[str | bytes]) -> tuple[list[dict[str, Any]], int]:
+    """Records from record lines (a file's, a Redis stream's), sorted by time; and how many lines were not records."""
     out: list[dict[str, Any]] = []
     skipped = 0
-    for path in paths:
-        for line in path.read_text(errors="replace").splitlines():
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                skipped += 1
-                continue
-            if not isinstance(rec, dict) or not isinstance(rec.get("t"), int | float) or not rec.get("route"):
-                skipped += 1
-                continue
-            out.append(rec)
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            skipped += 1
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("t"), int | float) or not rec.get("route"):
+            skipped += 1
+            continue
+        out.append(rec)
     out.sort(key=lambda r: r["t"])
     return out, skipped
 

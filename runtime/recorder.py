@@ -5,8 +5,11 @@ output tokens, k applied, whether k followed a schedule, the acceptance histogra
 first token, decode and end-to-end time, batch at dispatch). `specgate advise` (offline/advisor.py) replays it.
 
 Never on the request path: lines wait in a bounded buffer (full: the oldest go, counted) and a background task
-appends them every `flush_s` in a worker thread. The file rotates at `max_bytes` into `path.1` ... `path.N`
-(`backups`), so the record never takes more than (backups + 1) x max_bytes of disk.
+hands them to the sink every `flush_s`. Two sinks: a file (`FileSink`, appended in a worker thread, rotating at
+`max_bytes` into `path.1` ... `path.N` (`backups`), so the record never takes more than (backups + 1) x max_bytes of
+disk), or a Redis stream (backends/record_stream.py, `recording.sink: redis`), where every replica's lines meet.
+A batch the sink could not take goes back to the front of the buffer for the next flush (the buffer's bound still
+holds: what overflows is dropped, counted).
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import os
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
+from specgate.backends.state_store import StoreUnavailable
 from specgate.controllers.observations import Observation
 
-__all__ = ["RECORD_VERSION", "WorkloadRecorder", "record_line"]
+__all__ = ["RECORD_VERSION", "FileSink", "RecordSink", "SinkUnavailable", "WorkloadRecorder", "record_line"]
 
 RECORD_VERSION = 1
 log = logging.getLogger("specgate.recorder")
@@ -53,19 +57,62 @@ def record_line(obs: Observation, tenant: str | None, now: float) -> dict[str, A
     }
 
 
+class SinkUnavailable(Exception):
+    """The sink could not take a batch now; the recorder keeps it for the next flush."""
+
+
+class RecordSink(Protocol):
+    """Where record lines go. `write` takes the batch or raises `SinkUnavailable` (a file) or `StoreUnavailable`
+    (Redis); the recorder then sends the batch again at the next flush."""
+
+    async def write(self, lines: list[bytes]) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class FileSink:
+    """Appends lines to a file in a worker thread, rotating at `max_bytes` into `path.1` ... `path.<backups>`."""
+
+    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.backups = backups
+
+    async def write(self, lines: list[bytes]) -> None:
+        try:
+            await asyncio.to_thread(self._append, b"".join(lines))
+        except OSError as exc:
+            raise SinkUnavailable(f"{self.path}: {exc}") from exc
+
+    async def close(self) -> None:
+        return None
+
+    def _append(self, data: bytes) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            if self.path.stat().st_size + len(data) > self.max_bytes:
+                self._rotate()
+        with self.path.open("ab") as f:
+            f.write(data)
+
+    def _rotate(self) -> None:
+        for i in range(self.backups, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{i}")
+            newer = self.path.with_name(f"{self.path.name}.{i - 1}") if i > 1 else self.path
+            if newer.exists():
+                os.replace(newer, older)
+        if self.backups == 0:
+            self.path.unlink(missing_ok=True)
+
+
 class WorkloadRecorder:
     def __init__(
         self,
-        path: Path,
-        max_bytes: int,
-        backups: int,
+        sink: RecordSink,
         flush_s: float = 1.0,
         buffer: int = 10_000,
         on_drop: Any = None,
     ) -> None:
-        self.path = path
-        self.max_bytes = max_bytes
-        self.backups = backups
+        self.sink = sink
         self.flush_s = flush_s
         self._pending: deque[bytes] = deque(maxlen=buffer)
         self._on_drop = on_drop
@@ -87,6 +134,7 @@ class WorkloadRecorder:
                 await self._task
             self._task = None
         await self.flush()  # what came in since the last flush is not lost at shutdown
+        await self.sink.close()
 
     async def _run(self) -> None:
         while True:
@@ -96,26 +144,23 @@ class WorkloadRecorder:
     async def flush(self) -> None:
         if not self._pending:
             return
-        lines = b"".join(self._pending)
+        lines = list(self._pending)
         self._pending.clear()
         try:
-            await asyncio.to_thread(self._append, lines)
-        except OSError as exc:
-            log.warning("workload record not written", extra={"path": str(self.path), "error": str(exc)})
+            await self.sink.write(lines)
+        except (SinkUnavailable, StoreUnavailable) as exc:
+            log.warning("workload record not written; kept for the next flush", extra={"error": str(exc)})
+            self._requeue(lines)
+            return
+        self.written += len(lines)
 
-    def _append(self, data: bytes) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            if self.path.stat().st_size + len(data) > self.max_bytes:
-                self._rotate()
-        with self.path.open("ab") as f:
-            f.write(data)
-        self.written += data.count(b"\n")
-
-    def _rotate(self) -> None:
-        for i in range(self.backups, 0, -1):
-            older = self.path.with_name(f"{self.path.name}.{i}")
-            newer = self.path.with_name(f"{self.path.name}.{i - 1}") if i > 1 else self.path
-            if newer.exists():
-                os.replace(newer, older)
-        if self.backups == 0:
-            self.path.unlink(missing_ok=True)
+    def _requeue(self, lines: list[bytes]) -> None:
+        """Put a batch the sink refused back in front of what came in meanwhile; the oldest beyond the bound go."""
+        newer = list(self._pending)
+        keep = self._pending.maxlen or 0
+        merged = lines + newer
+        if len(merged) > keep and self._on_drop is not None:
+            for _ in range(len(merged) - keep):
+                self._on_drop()
+        self._pending.clear()
+        self._pending.extend(merged[-keep:] if keep else merged)

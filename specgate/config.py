@@ -686,16 +686,21 @@ class RecordingConfig(_Strict):
     """The workload record for `specgate advise` (runtime/recorder.py): one JSON line per finished request, no text."""
 
     enabled: bool = False
+    # file: `path`, rotating; redis: the stream `<state.namespace>:records` in `state.redis_url`, where the lines of
+    # every replica meet (backends/record_stream.py).
+    sink: Literal["file", "redis"] = "file"
     path: str = "specgate-records.jsonl"
     # The file rotates at this size into path.1 .. path.N (`backups`).
     max_bytes: Annotated[int, Field(ge=4096)] = 64 * 1024 * 1024
     backups: Annotated[int, Field(ge=0, le=100)] = 3
+    # The stream keeps about this many lines (XADD MAXLEN ~): ~0.5 KB each.
+    stream_max_len: Annotated[int, Field(ge=1000)] = 1_000_000
 
     @model_validator(mode="after")
     def _writable(self) -> RecordingConfig:
         # Checked at load, like the TLS files: a record that cannot be written is a config error, not a surprise
         # at the first flush.
-        if self.enabled:
+        if self.enabled and self.sink == "file":
             folder = Path(self.path).expanduser().resolve().parent
             if not folder.is_dir():
                 raise ValueError(f"path: the folder {folder} does not exist")
@@ -816,6 +821,8 @@ class GatewayConfig(_Strict):
             missing = [p for p in route.pools or [] if p not in known]
             if missing:
                 raise ValueError(f"routing.routes.{i}.pools: unknown pool(s) {', '.join(missing)}")
+        if self.recording.enabled and self.recording.sink == "redis" and not self.state.redis_url:
+            raise ValueError("recording.sink is redis but state.redis_url is not set: the stream lives in that Redis")
         if self.routing.class_labels() and not self.classifier.enabled:
             raise ValueError(
                 "classifier.enabled is false but route rules use `classes`: those rules could never match"
