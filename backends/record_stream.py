@@ -7,6 +7,7 @@ Each entry holds one field, `r`: the record line as `runtime/recorder.py` writes
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,7 +15,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 from specgate.backends.state_store import StoreUnavailable
 
-__all__ = ["FIELD", "RedisStreamSink", "read_stream", "stream_key"]
+__all__ = ["FIELD", "RedisStreamSink", "read_all", "read_stream", "stream_key"]
 
 FIELD = b"r"
 _PAGE = 5000
@@ -58,3 +59,17 @@ async def read_stream(client: aioredis.Redis, key: str) -> AsyncIterator[bytes]:
             return
         last = page[-1][0]
         start = "(" + (last.decode() if isinstance(last, bytes) else str(last))
+
+
+def read_all(url: str, key: str, timeout_s: float = 10.0) -> list[bytes]:
+    """Every line of the stream `key` in the Redis at `url`, for offline tools (not on a running event loop)."""
+    from specgate.backends.state_store import redis_client
+
+    async def read() -> list[bytes]:
+        client = redis_client(url, timeout_s)
+        try:
+            return [line async for line in read_stream(client, key)]
+        finally:
+            await client.aclose()
+
+    return asyncio.run(read())

@@ -381,26 +381,11 @@ def _redacted(url: str) -> str:
     return url.replace(f":{parts.password}@", ":***@", 1)
 
 
-def _stream_lines(url: str, key: str) -> list[bytes]:
-    import asyncio
-
-    from specgate.backends.record_stream import read_stream
-    from specgate.backends.state_store import redis_client
-
-    async def read() -> list[bytes]:
-        client = redis_client(url, 10.0)
-        try:
-            return [line async for line in read_stream(client, key)]
-        finally:
-            await client.aclose()
-
-    return asyncio.run(read())
-
-
 def cmd_advise(args: argparse.Namespace) -> int:
     import json
 
     from redis.exceptions import RedisError
+    from specgate.backends.record_stream import read_all
     from specgate.offline.advisor import advise, load_records, parse_records, render
     from specgate.offline.plots import PlotsUnavailable, plot_advice
 
@@ -413,7 +398,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     records, skipped = load_records(paths)
     for url in streams:
         try:
-            lines = _stream_lines(url, args.stream)
+            lines = read_all(url, args.stream)
         except (RedisError, OSError, ValueError) as exc:
             print(f"cannot read the record stream {args.stream} at {_redacted(url)}: {exc}", file=sys.stderr)
             return 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from specgate.backends.record_stream import RedisStreamSink, read_stream, stream_key
+from specgate.backends.record_stream import RedisStreamSink, read_all, stream_key
 from specgate.backends.state_store import redis_client
 from specgate.controllers.observations import Observation, SpecStats
 from specgate.gateway.cli import main
@@ -69,22 +69,26 @@ def test_a_writer_that_falls_behind_drops_the_oldest_and_counts(tmp_path: Path) 
 def test_a_gateway_records_each_request_without_its_text(
     tmp_path: Path, start_gateway: Callable[..., GatewayServer]
 ) -> None:
-    upstream = FaultUpstream("ok")
     path = tmp_path / "records.jsonl"
+    _three_private_requests(start_gateway, recording={"enabled": True, "path": str(path)})
+    raw = path.read_bytes()
+    assert len(raw.splitlines()) == 3 and SECRET.encode() not in raw
+
+
+SECRET = "my very private prompt text"
+
+
+def _three_private_requests(start_gateway: Callable[..., GatewayServer], **sections: dict) -> None:
+    """Three requests carrying SECRET through a gateway with `sections`, then the gateway stopped (which flushes)."""
+    upstream = FaultUpstream("ok")
     try:
-        gw = start_gateway(
-            [{"name": "p", "model": "m", "endpoints": [upstream.url]}],
-            recording={"enabled": True, "path": str(path)},
-        )
-        secret = "my very private prompt text"
+        gw = start_gateway([{"name": "p", "model": "m", "endpoints": [upstream.url]}], **sections)
         for _ in range(3):
-            body = {"model": "m", "messages": [{"role": "user", "content": secret}]}
+            body = {"model": "m", "messages": [{"role": "user", "content": SECRET}]}
             assert httpx.post(f"{gw.url}/v1/chat/completions", json=body, timeout=10).status_code == 200
     finally:
         upstream.close()
-    gw.stop()  # the last lines are flushed at shutdown
-    raw = path.read_bytes()
-    assert len(raw.splitlines()) == 3 and secret.encode() not in raw
+    gw.stop()
 
 
 def test_a_folder_that_cannot_take_the_record_is_a_config_error(tmp_path: Path) -> None:
@@ -127,17 +131,6 @@ def redis() -> Iterator[RedisServer]:
     server.stop()
 
 
-def _stream(url: str, key: str) -> list[bytes]:
-    async def read() -> list[bytes]:
-        client = redis_client(url, 2.0)
-        try:
-            return [line async for line in read_stream(client, key)]
-        finally:
-            await client.aclose()
-
-    return asyncio.run(read())
-
-
 def test_the_stream_sink_survives_redis_going_away_and_stays_bounded(redis: RedisServer) -> None:
     async def run() -> int:
         rec = WorkloadRecorder(RedisStreamSink(redis_client(redis.url, 0.5), "t:records", 100))
@@ -155,7 +148,7 @@ def test_the_stream_sink_survives_redis_going_away_and_stays_bounded(redis: Redi
         return down
 
     assert asyncio.run(run()) == 1
-    lines = _stream(redis.url, "t:records")
+    lines = read_all(redis.url, "t:records")
     # MAXLEN ~ 100 trims whole nodes (100 entries each by default): the stream keeps the newest 100-200.
     assert 100 <= len(lines) <= 200
     assert orjson.loads(lines[-1])["route"] == "r1999"
@@ -164,22 +157,13 @@ def test_the_stream_sink_survives_redis_going_away_and_stays_bounded(redis: Redi
 def test_a_gateway_records_to_the_stream_and_advise_reads_it(
     redis: RedisServer, start_gateway: Callable[..., GatewayServer], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    upstream = FaultUpstream("ok")
-    try:
-        gw = start_gateway(
-            [{"name": "p", "model": "m", "endpoints": [upstream.url]}],
-            recording={"enabled": True, "sink": "redis"},
-            state={"redis_url": redis.url, "namespace": "gw1"},
-        )
-        secret = "my very private prompt text"
-        for _ in range(3):
-            body = {"model": "m", "messages": [{"role": "user", "content": secret}]}
-            assert httpx.post(f"{gw.url}/v1/chat/completions", json=body, timeout=10).status_code == 200
-    finally:
-        upstream.close()
-    gw.stop()  # the last lines are flushed at shutdown
-    lines = _stream(redis.url, stream_key("gw1"))
-    assert len(parse_records(lines)[0]) == 3 and all(secret.encode() not in line for line in lines)
+    _three_private_requests(
+        start_gateway,
+        recording={"enabled": True, "sink": "redis"},
+        state={"redis_url": redis.url, "namespace": "gw1"},
+    )
+    lines = read_all(redis.url, stream_key("gw1"))
+    assert len(parse_records(lines)[0]) == 3 and all(SECRET.encode() not in line for line in lines)
 
     # A record of known acceptance, written through the sink, read back by `specgate advise --from redis://`.
     async def write() -> None:
