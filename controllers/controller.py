@@ -518,7 +518,7 @@ class SpeculationController:
             return hit
         est = self.estimator(rt.spec.name, rt.spec.pool)
         prior, weight = self._pool_acceptance.get(rt.spec.pool), self.settings.prior_weight
-        out = tuple(est.expected_length(k, True, prior, weight) for k in range(self._k_max(rt.spec) + 1))
+        out = est.expected_lengths(self._k_max(rt.spec), True, prior, weight)
         if cache is not None:
             cache[rt.spec.name] = out
         return out

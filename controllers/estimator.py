@@ -141,6 +141,29 @@ class AcceptanceEstimator:
             last = a
         return total
 
+    def expected_lengths(
+        self, k_max: int, pessimistic: bool = True, prior: AcceptanceEstimator | None = None, prior_weight: float = 0
+    ) -> tuple[float, ...]:
+        """(E[L(0)], ..., E[L(k_max)]) in one pass over the positions: the same numbers as `expected_length` at each
+        k (the control loop asks for all of them, for every route, every tick)."""
+        out = [1.0]
+        total = chain = 1.0
+        last: float | None = None
+        stopped = False
+        for i in range(1, k_max + 1):
+            if not stopped and i <= self.max_k:
+                a = self.alpha(i, pessimistic, prior, prior_weight)
+                if a is None and (pessimistic or last is None):
+                    stopped = True
+                else:
+                    a = last if a is None else a
+                    assert a is not None
+                    chain *= a
+                    total += chain
+                    last = a
+            out.append(total)
+        return tuple(out)
+
     def position_rates(self) -> list[float | None]:
         """a_i (unconditional) by position 1..max_k, point estimates; None where unknown."""
         out: list[float | None] = []

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from itertools import pairwise
 
-__all__ = ["MAX_POINTS", "Schedule", "compress", "encode", "k_at", "parse"]
+__all__ = ["MAX_POINTS", "Schedule", "compress", "encode", "k_at", "on_grid", "parse"]
 
 Schedule = tuple[tuple[int, int], ...]
 MAX_POINTS = 32
@@ -28,6 +28,13 @@ def k_at(schedule: Schedule, batch: int) -> int:
             break
         k = value
     return k
+
+
+@lru_cache(maxsize=8192)
+def on_grid(schedule: Schedule, sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """`k_at` at each batch size of `sizes`. Cached: the controller reads every route's schedule on its grid every
+    tick, and schedules rarely change between ticks."""
+    return tuple(k_at(schedule, b) for b in sizes)
 
 
 def compress(points: Sequence[tuple[int, int]]) -> Schedule:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from specgate.controllers.k_schedule import Schedule, compress, k_at
+from specgate.controllers.k_schedule import Schedule, compress, on_grid
 from specgate.controllers.policy import RouteState, StepTime, evaluate
 
 __all__ = [
@@ -100,6 +100,7 @@ class _Problems:
         # A route's weight in the mean drafts per step: its share times its proposal rate.
         self.wq = np.array([g[5] for g in per_group], dtype=np.float64)[index]
         self.has_slo = bool(np.isfinite(self.target).any())
+        self.unsettled = np.empty(0, dtype=np.int64)
         self.group = index
         self.batch = batches[np.array([row.j for row in rows], dtype=np.int64)]
         self.karange = np.arange(k1, dtype=np.float64)
@@ -131,53 +132,77 @@ class _Problems:
 
     def solve(self, sweeps: int = 6) -> tuple[npt.NDArray[np.int64], Floats, Floats]:
         """Coordinate ascent from the starts: each route slot in turn takes its best k given the others (fewest SLO
-        violations, then most goodput), until nothing moves. Returns ks, violation, goodput per row."""
+        violations, then most goodput), until nothing moves. Returns ks, violation, goodput per row.
+
+        Rows are independent problems: a row that made no move in a whole sweep is at its fixed point and would
+        make none later, so each sweep runs only on the rows that moved in the one before (the same answers, a
+        fraction of the work once most rows have settled)."""
         ks = self.ks
+        active = np.arange(len(ks))
+        for _ in range(sweeps):
+            part = self if len(active) == len(ks) else self._rows(active)
+            moved = part._sweep(part.ks)
+            ks[active] = part.ks
+            active = active[moved]
+            if not len(active):
+                break
+        self.unsettled = active  # rows the sweep limit stopped before their fixed point
+        num, kbar, kmax = self._totals(ks)
+        step = self.step(self.group, self.batch, kbar, kmax)
+        return ks, self._violation(step, self._lengths(ks)), self.batch * num / step
+
+    def _rows(self, index: npt.NDArray[np.int64]) -> _Problems:
+        """The same problems restricted to the rows `index` (their ks copied)."""
+        part = object.__new__(_Problems)
+        part.step, part.has_slo, part.karange = self.step, self.has_slo, self.karange
+        for name in ("w", "tab", "allowed", "live", "target", "wq", "group", "batch", "ks"):
+            setattr(part, name, getattr(self, name)[index])
+        return part
+
+    def _sweep(self, ks: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """One pass over the route slots, moving `ks` in place; which rows moved."""
         p, width = ks.shape
         rows = np.arange(p)
         b = self.batch[:, None]
-        num, kbar, kmax = self._totals(ks)
-        for _ in range(sweeps):
-            moved = False
-            for i in range(width):
-                allowed = self.allowed[:, i, :]
-                if not (allowed.sum(axis=1) > 1).any():
-                    continue
-                masked = np.where(self.live, ks, 0)
-                masked[:, i] = 0
-                others = masked.max(axis=1)[:, None]
-                cur = ks[:, i]
-                w, wq = self.w[:, i], self.wq[:, i]
-                tab = self.tab[:, i, :]
-                t_num = (num - w * tab[rows, cur])[:, None] + w[:, None] * tab
-                t_kbar = (kbar - wq * cur)[:, None] + wq[:, None] * self.karange[None, :]
-                t_kmax = np.where(self.live[:, i, None], np.maximum(others, self.karange[None, :]), others + 0.0)
-                step = self.step(self.group, b, t_kbar, t_kmax)
-                good = b * t_num / step
-                cur_g = good[rows, cur]
-                if self.has_slo:
-                    lengths = np.repeat(self._lengths(ks)[:, None, :], len(self.karange), axis=1)
-                    lengths[:, :, i] = tab
-                    viol = np.where(allowed, self._violation(step, lengths), np.inf)
-                    vmin = viol.min(axis=1)
-                    fit = allowed & (viol <= vmin[:, None] + _TOL)
-                    pick = np.where(fit, good, -np.inf).argmax(axis=1)
-                    cur_v, new_v = viol[rows, cur], viol[rows, pick]
-                    new_g = good[rows, pick]
-                    better = np.where(np.abs(new_v - cur_v) > _TOL, new_v < cur_v, new_g > cur_g * (1 + _TOL))
-                else:
-                    # No SLO anywhere: goodput alone decides (the common case; half the work).
-                    masked_good = np.where(allowed, good, -np.inf)
-                    pick = masked_good.argmax(axis=1)
-                    better = masked_good[rows, pick] > cur_g * (1 + _TOL)
-                if better.any():
-                    ks[better, i] = pick[better]
-                    num, kbar, kmax = self._totals(ks)
-                    moved = True
-            if not moved:
-                break
-        step = self.step(self.group, self.batch, kbar, kmax)
-        return ks, self._violation(step, self._lengths(ks)), self.batch * num / step
+        moved = np.zeros(p, dtype=bool)
+        num, kbar, _ = self._totals(ks)
+        free = (self.allowed.sum(axis=2) > 1).any(axis=0).tolist()  # slots where some row has a choice
+        for i in range(width):
+            if not free[i]:
+                continue
+            allowed = self.allowed[:, i, :]
+            masked = np.where(self.live, ks, 0)
+            masked[:, i] = 0
+            others = masked.max(axis=1)[:, None]
+            cur = ks[:, i]
+            w, wq = self.w[:, i], self.wq[:, i]
+            tab = self.tab[:, i, :]
+            t_num = (num - w * tab[rows, cur])[:, None] + w[:, None] * tab
+            t_kbar = (kbar - wq * cur)[:, None] + wq[:, None] * self.karange[None, :]
+            t_kmax = np.where(self.live[:, i, None], np.maximum(others, self.karange[None, :]), others + 0.0)
+            step = self.step(self.group, b, t_kbar, t_kmax)
+            good = b * t_num / step
+            cur_g = good[rows, cur]
+            if self.has_slo:
+                lengths = np.repeat(self._lengths(ks)[:, None, :], len(self.karange), axis=1)
+                lengths[:, :, i] = tab
+                viol = np.where(allowed, self._violation(step, lengths), np.inf)
+                vmin = viol.min(axis=1)
+                fit = allowed & (viol <= vmin[:, None] + _TOL)
+                pick = np.where(fit, good, -np.inf).argmax(axis=1)
+                cur_v, new_v = viol[rows, cur], viol[rows, pick]
+                new_g = good[rows, pick]
+                better = np.where(np.abs(new_v - cur_v) > _TOL, new_v < cur_v, new_g > cur_g * (1 + _TOL))
+            else:
+                # No SLO anywhere: goodput alone decides (the common case; half the work).
+                masked_good = np.where(allowed, good, -np.inf)
+                pick = masked_good.argmax(axis=1)
+                better = masked_good[rows, pick] > cur_g * (1 + _TOL)
+            if better.any():
+                ks[better, i] = pick[better]
+                num, kbar, _ = self._totals(ks)
+                moved |= better
+        return moved
 
 
 def _better(v1: float, g1: float, v0: float, g0: float) -> bool:
@@ -189,12 +214,14 @@ def _best_rows(
 ) -> dict[tuple[int, int], tuple[int, ...]]:
     """Per (pool number, batch size number): the ks of the best row (fewest SLO violations, then most goodput)."""
     best: dict[tuple[int, int], int] = {}
+    vs, gs = violation.tolist(), goodput.tolist()
     for i, row in enumerate(rows):
         key = (row.group, row.j)
         b = best.get(key)
-        if b is None or _better(float(violation[i]), float(goodput[i]), float(violation[b]), float(goodput[b])):
+        if b is None or _better(vs[i], gs[i], vs[b], gs[b]):
             best[key] = i
-    return {key: tuple(int(v) for v in ks[i]) for key, i in best.items()}
+    table: list[list[int]] = ks.tolist()
+    return {key: tuple(table[i]) for key, i in best.items()}
 
 
 def joint_optima(
@@ -208,6 +235,20 @@ def joint_optima(
     `batches[j]`; the best kept (the routes interact through the step time, and the largest k's drafting cost
     couples them, so one start can stop at a local optimum). `step_many(group, batch, kbar, kmax)` is the step
     time of pool number `group` over arrays; each pool's scalar step time, vectorised, when not given."""
+    clamped = [
+        None if starts is None or starts[i] is None else [_clamp(pr.routes, start) for start in starts[i] or ()]
+        for i, pr in enumerate(problems)
+    ]
+    return _joint_optima(problems, batches, clamped, step_many)
+
+
+def _joint_optima(
+    problems: Sequence[PoolProblem],
+    batches: Sequence[float],
+    starts: Sequence[Sequence[tuple[int, ...]] | None],
+    step_many: GroupStepTime | None,
+) -> list[list[dict[str, int]]]:
+    """`joint_optima` with each start given as the routes' ks in order, within their bounds."""
     g = len(batches)
     out: list[list[dict[str, int]]] = [[{} for _ in batches] for _ in problems]
     live = [i for i, pr in enumerate(problems) if pr.routes]
@@ -219,12 +260,12 @@ def joint_optima(
     for i in live:
         routes = problems[i].routes
         origins = [tuple(r.k_min for r in routes), tuple(r.k_max for r in routes)]
-        own = starts[i] if starts is not None else None
+        own = starts[i]
         for j in range(g):
-            extra = own[j] if own is not None else None
-            mine = origins + ([_clamp(routes, extra)] if extra is not None else [])
+            mine = origins + ([own[j]] if own is not None else [])
             first += [_Row(i, j, ks) for ks in dict.fromkeys(mine)]
-    answers = _run(problems, first, batch, step)
+    unsettled: set[tuple[int, int]] = set()
+    answers = _run(problems, first, batch, step, unsettled=unsettled)
     if g > 1:
         # Each batch size's answer is a start for its neighbours (what a sequential pass over the grid gets for
         # free): a lockstep ascent from all-off alone stops at (high-acceptance route on, others off) where the
@@ -237,12 +278,28 @@ def joint_optima(
             if answers[(i, n)] != answers[(i, j)]
         ]
         if second:
-            rows = second + [_Row(i, j, answers[(i, j)]) for i in live for j in range(g)]
-            answers = _run(problems, rows, batch, step)
+            # An answer is a fixed point unless a row of its (pool, batch size) hit the sweep limit: only those run
+            # again from where they stopped (conservatively, the whole cell).
+            again = [_Row(i, j, answers[(i, j)]) for i in live for j in range(g) if (i, j) in unsettled]
+            settled = [_Row(i, j, answers[(i, j)]) for i in live for j in range(g) if (i, j) not in unsettled]
+            answers = _run(problems, second + again, batch, step, settled)
     for i in live:
         names = [r.name for r in problems[i].routes]
         out[i] = [dict(zip(names, answers[(i, j)], strict=False)) for j in range(g)]
     return out
+
+
+def _on_grid(
+    routes: Sequence[RouteState], schedules: Mapping[str, Schedule], sizes: Sequence[int]
+) -> list[tuple[int, ...]]:
+    """Per batch size of `sizes`: the routes' ks on their schedules, clamped to their bounds (a route without a
+    schedule at its k_min), as `_clamp` would give them, computed column by column."""
+    grid = tuple(sizes)
+    columns = [on_grid(schedules[r.name], grid) if r.name in schedules else (r.k_min,) * len(grid) for r in routes]
+    lo = np.array([r.k_min for r in routes])
+    hi = np.array([r.k_max for r in routes])
+    clipped: list[list[int]] = np.minimum(np.maximum(np.array(columns).T, lo), hi).tolist()
+    return [tuple(row) for row in clipped]
 
 
 def _clamp(routes: Sequence[RouteState], start: Mapping[str, int]) -> tuple[int, ...]:
@@ -250,11 +307,32 @@ def _clamp(routes: Sequence[RouteState], start: Mapping[str, int]) -> tuple[int,
 
 
 def _run(
-    problems: Sequence[PoolProblem], rows: list[_Row], batch: Floats, step: GroupStepTime
+    problems: Sequence[PoolProblem],
+    rows: list[_Row],
+    batch: Floats,
+    step: GroupStepTime,
+    settled: Sequence[_Row] = (),
+    unsettled: set[tuple[int, int]] | None = None,
 ) -> dict[tuple[int, int], tuple[int, ...]]:
-    solver = _Problems([pr.routes for pr in problems], rows, batch, step)
+    """The best row per (pool, batch size) after solving `rows`; `settled` rows are answers already (fixed points of
+    the ascent): scored as they stand, the same figures an ascent from them would end with, and compared after.
+    `unsettled` collects the (pool, batch size) of rows the sweep limit stopped short."""
+    groups = [pr.routes for pr in problems]
+    solver = _Problems(groups, rows, batch, step)
     ks, violation, goodput = solver.solve()
-    return _best_rows(rows, violation, goodput, ks)
+    if settled:
+        fixed = _Problems(groups, settled, batch, step)
+        v, g = fixed.score()
+        ks, violation, goodput = (
+            np.concatenate([ks, fixed.ks]),
+            np.concatenate([violation, v]),
+            np.concatenate([goodput, g]),
+        )
+        rows = [*rows, *settled]
+    best = _best_rows(rows, violation, goodput, ks)
+    if unsettled is not None:
+        unsettled.update({(rows[int(n)].group, rows[int(n)].j) for n in solver.unsettled})
+    return best
 
 
 def _grouped(step_times: Sequence[StepTime]) -> GroupStepTime:
@@ -278,11 +356,8 @@ def pool_schedules(
     """Each pool's route schedules: each route's goodput-optimal k at every batch size of `grid` (jointly for the
     routes sharing the pool, within each route's bounds; a route with k_min == k_max is pinned)."""
     sizes = sorted(set(grid))
-    starts = [
-        [{name: k_at(s, b) for name, s in pr.previous.items()} for b in sizes] if pr.previous else None
-        for pr in problems
-    ]
-    best = joint_optima(problems, [float(b) for b in sizes], starts, step_many)
+    starts = [_on_grid(pr.routes, pr.previous, sizes) if pr.previous and pr.routes else None for pr in problems]
+    best = _joint_optima(problems, [float(b) for b in sizes], starts, step_many)
     return [
         {r.name: compress([(b, answer[j][r.name]) for j, b in enumerate(sizes)]) for r in pr.routes}
         for pr, answer in zip(problems, best, strict=True)
@@ -330,10 +405,7 @@ def schedule_gains(
         pr = problems[i]
         assert pr.previous is not None
         for schedules in (pr.previous, fresh[i]):
-            rows += [
-                _Row(i, j, _clamp(pr.routes, {r.name: k_at(schedules[r.name], b) for r in pr.routes}))
-                for j, b in enumerate(sizes)
-            ]
+            rows += [_Row(i, j, at) for j, at in enumerate(_on_grid(pr.routes, schedules, sizes))]
     step = step_many or _grouped([pr.step_time for pr in problems])
     violation, goodput = _Problems(
         [pr.routes for pr in problems], rows, np.asarray(sizes, dtype=np.float64), step

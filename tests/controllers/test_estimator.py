@@ -211,3 +211,29 @@ def test_a_loan_never_leaves_the_unit_interval(counts: list[int], weight: float)
     for i in range(1, 5):
         a = route.alpha(i, pessimistic=True, prior=pool, prior_weight=weight)
         assert a is None or 0.0 <= a <= 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=6),
+    prior_counts=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=0, max_size=6),
+    weight=st.sampled_from([0.0, 5.0, 100.0]),
+    k_max=st.integers(0, 8),
+    pessimistic=st.booleans(),
+)
+def test_expected_lengths_in_one_pass_equal_each_expected_length(
+    counts: list[tuple[int, int]],
+    prior_counts: list[tuple[int, int]],
+    weight: float,
+    k_max: int,
+    pessimistic: bool,
+) -> None:
+    def estimator(rows: list[tuple[int, int]]) -> AcceptanceEstimator:
+        est = AcceptanceEstimator(6, half_life_s=0.0)
+        est.observe_positions([t for t, _ in rows], [min(p, t) for t, p in rows], 0.0)
+        return est
+
+    est, prior = estimator(counts), estimator(prior_counts)
+    assert est.expected_lengths(k_max, pessimistic, prior, weight) == tuple(
+        est.expected_length(k, pessimistic, prior, weight) for k in range(k_max + 1)
+    )
