@@ -32,7 +32,9 @@ class RouteSpread:
     _noise: float = 0.0
     _at: float | None = None
 
-    def _decay(self, now: float) -> None:
+    def decay_to(self, now: float) -> None:
+        """Age the sums to `now`: a route whose traffic stopped fades out of the check instead of keeping its last
+        verdict."""
         if self._at is not None and self.half_life_s > 0:
             f = 0.5 ** (max(0.0, now - self._at) / self.half_life_s)
             self.requests *= f
@@ -46,7 +48,7 @@ class RouteSpread:
         """One request's position-1 trials and passes; requests with fewer than two trials say nothing of spread."""
         if trials < 2:
             return
-        self._decay(now)
+        self.decay_to(now)
         self.requests += 1
         self.trials += trials
         self.passes += passes

@@ -231,6 +231,8 @@ class ControlLoop:
             self.speedup.add(obs.route, obs.k_applied, obs.completion_tokens, obs.e2e_s)
             self._watch_drift(obs)
             self._watch_spread(obs, now)
+        for spread in self.spreads.values():
+            spread.decay_to(now)
         kv, self._kv = self._kv, {}
         table = self.controller.tick(now, self.pool_batches(now), kv)
         self.metrics.controller_ticks.inc()

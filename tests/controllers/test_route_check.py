@@ -54,3 +54,12 @@ def test_too_few_requests_are_not_judged_and_old_requests_fade() -> None:
     assert s.requests < 1.1
     s.add(1, 1, 1001.0)  # one trial: no information on spread
     assert s.requests < 1.1
+
+
+def test_a_route_whose_traffic_stopped_fades_out_of_the_check() -> None:
+    rng = random.Random(4)
+    s = RouteSpread(half_life_s=1000.0)
+    _fill(s, [0.9, 0.1], rng, requests=60)  # at t = 0 .. 59
+    assert [a.kind for a in advise({"r": ("p", s)})] == ["split"]
+    s.decay_to(10_059.0)  # ten half-lives without a request
+    assert s.requests < 0.1 and advise({"r": ("p", s)}) == []
