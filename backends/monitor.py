@@ -81,6 +81,8 @@ class EndpointMonitor:
         self._on_snapshot = on_snapshot
         self._on_health = on_health
         self._on_scrape_failed = on_scrape_failed
+        self._retiring: set[Endpoint] = set()
+        self._live_before: set[Endpoint] = set()
         self._discovery = discovery if discovery is not None else DiscoveryConfig(enabled=False)
         self._on_facts = on_facts
         self._tested = tested_versions
@@ -114,7 +116,7 @@ class EndpointMonitor:
         """Before a reloaded config's pools take traffic: know them (clients, expected facts), and health-check the
         endpoints that are new, so that one that does not answer gets none. Pools on their way out keep their
         clients until `installed`."""
-        live = set(self._pools.endpoints())
+        live = self._live_before = set(self._pools.endpoints())
         superseded = {name: self._clients.get(name) for name in self._configs}
         self._learn(staged.pools)
         self._retired = [c for name, c in superseded.items() if c is not None and self._clients.get(name) is not c]
@@ -123,6 +125,10 @@ class EndpointMonitor:
     async def installed(self, changed_pools: set[str]) -> None:
         """After the reload's pools are live: forget removed pools, close clients no longer used, and rediscover the
         endpoints of pools whose config changed (their facts were judged against the old one)."""
+        # A round that started before the swap may still finish for endpoints the reload removed: their results must
+        # not bring back the series it dropped (callbacks skip them). Set before this method's first await, which is
+        # the first chance such a round has to run after the swap; a reload that failed never gets here.
+        self._retiring = self._live_before - set(self._pools.endpoints())
         names = {p.name for p in self._pools.pools}
         gone = [name for name in self._configs if name not in names]
         for name in gone:
@@ -194,7 +200,7 @@ class EndpointMonitor:
                 extra={"pool": ep.pool, "endpoint": ep.url, "mismatches": list(found)},
             )
         ep.mismatches = found
-        if self._on_facts:
+        if self._on_facts and ep not in self._retiring:
             self._on_facts(ep, before)
 
     def _rediscover(self, ep: Endpoint, why: str) -> None:
@@ -246,7 +252,7 @@ class EndpointMonitor:
                 self._rediscover(ep, "endpoint came back (a restart may have changed its flags)")
         if ep.healthy and ep.facts is None and self._tasks:
             self._rediscover(ep, "not discovered yet")
-        if self._on_health:
+        if self._on_health and ep not in self._retiring:
             self._on_health(ep)
 
     async def scrape(self, ep: Endpoint) -> None:
@@ -260,7 +266,7 @@ class EndpointMonitor:
             snap = parse_sglang_metrics(resp.text) if ep.pool in self._sglang else parse_vllm_metrics(resp.text)
         except (httpx.HTTPError, ValueError) as exc:
             log.debug("scrape failed", extra={"endpoint": ep.url, "error": type(exc).__name__})
-            if self._on_scrape_failed:
+            if self._on_scrape_failed and ep not in self._retiring:
                 self._on_scrape_failed(ep, scrape_failure(exc))
             return
         previous = ep.snapshot
@@ -268,5 +274,5 @@ class EndpointMonitor:
         ep.snapshot_at = time.monotonic()
         if previous is not None and snap.restarted_since(previous):
             self._rediscover(ep, "engine counters reset (restart)")
-        if self._on_snapshot:
+        if self._on_snapshot and ep not in self._retiring:
             self._on_snapshot(ep, previous, snap)

@@ -240,3 +240,40 @@ def test_the_file_watch_reloads_when_the_file_changes_or_is_replaced(tmp_path: P
     finally:
         log = served.stop()
     assert '"trigger":"file-watch"' in log and '"msg":"config reload rejected"' in log
+
+
+def test_a_scrape_in_flight_for_a_removed_endpoint_records_nothing_after_the_reload(
+    live: Callable[[dict[str, Any]], Live],
+) -> None:
+    """Its /metrics answers later than the scrape waits (a timeout, every round): the round in flight when the reload
+    removes it ends after the swap, and must not add to (or bring back) the series of an endpoint that is gone."""
+    from tests.fault_upstream import FaultUpstream
+
+    stays, goes = FaultUpstream("ok"), FaultUpstream("slow_metrics", delay_s=2.0)
+    try:
+        base = _base(free_port())
+        base["pools"] = [{"name": "p", "model": "m", "endpoints": [stays.url, goes.url]}]
+        base["scrape"] = {"interval_s": 0.1, "timeout_s": 0.8}
+        gw = live(copy.deepcopy(base))
+        series = f'specgate_engine_scrape_failures_total{{endpoint="{goes.url}",pool="p",reason="timeout"}}'
+
+        def failures() -> float:
+            line = next((x for x in httpx.get(f"{gw.url}/metrics").text.splitlines() if x.startswith(series)), None)
+            return float(line.rsplit(" ", 1)[1]) if line else 0.0
+
+        deadline = time.monotonic() + 10
+        while failures() < 1:
+            assert time.monotonic() < deadline, "the slow endpoint's scrapes never timed out"
+            time.sleep(0.1)
+        time.sleep(0.3)  # the next round is in flight (it waits 0.8 s for the slow endpoint)
+        base["pools"][0]["endpoints"] = [stays.url]
+        assert gw.reload(base).json()["result"] == "applied"
+        after_reload = failures()
+        time.sleep(1.5)  # the round in flight at the reload has timed out by now
+        assert failures() == after_reload
+        assert f'endpoint="{goes.url}"' not in "\n".join(
+            x for x in httpx.get(f"{gw.url}/metrics").text.splitlines() if x.startswith("specgate_endpoint_healthy")
+        )
+    finally:
+        stays.close()
+        goes.close()
