@@ -433,6 +433,8 @@ class Gateway:
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
             if self.watcher is not None:
                 await self.watcher.stop()
+            if self.reloader is not None:
+                await self.reloader.close()
             if self.worker_metrics is not None:
                 await self.worker_metrics.stop()
             await self.control.stop()

@@ -83,11 +83,22 @@ class ConfigReloader:
         self._apply = apply
         self._metrics = metrics
         self._lock = asyncio.Lock()
+        self._closed = False
         self.last: ReloadOutcome | None = None
+
+    async def close(self) -> None:
+        """At shutdown, before the parts a reload replaces stop: later reloads are refused, and one in progress
+        finishes first (it must not start an alert dispatcher or swap pools under a stopping gateway)."""
+        self._closed = True
+        async with self._lock:
+            pass
 
     async def reload(self, trigger: str) -> ReloadOutcome:
         async with self._lock:
-            outcome = await self._reload(trigger)
+            if self._closed:
+                outcome = ReloadOutcome("rejected", trigger, errors=["(shutdown): the gateway is stopping"])
+            else:
+                outcome = await self._reload(trigger)
         self.last = outcome
         m = self._metrics
         m.config_reloads.labels(outcome.result).inc()

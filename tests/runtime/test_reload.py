@@ -114,6 +114,34 @@ def test_reloads_run_one_at_a_time() -> None:
     assert asyncio.run(main()) == ["applied"] * 5 and most == 1
 
 
+def test_at_shutdown_a_reload_in_progress_finishes_and_later_ones_are_refused() -> None:
+    metrics = GatewayMetrics()
+    target = _Target(_config())
+    events: list[str] = []
+    started = asyncio.Event()
+
+    async def slow_apply(new: GatewayConfig) -> None:
+        events.append("apply started")
+        started.set()
+        await asyncio.sleep(0.05)
+        target.config = new
+        events.append("apply done")
+
+    reloader = ConfigReloader(lambda: _config(controller={"tick_s": 1}), lambda: target.config, slow_apply, metrics)
+
+    async def main() -> tuple[str, str]:
+        first = asyncio.create_task(reloader.reload("test"))
+        await started.wait()
+        await reloader.close()
+        events.append("closed")
+        later = await reloader.reload("test")
+        return (await first).result, later.result
+
+    assert asyncio.run(main()) == ("applied", "rejected")
+    assert events == ["apply started", "apply done", "closed"]
+    assert reloader.last is not None and reloader.last.errors == ["(shutdown): the gateway is stopping"]
+
+
 class _Following:
     """A replica's seat when another holds the lease (runtime/coordination.py Coordinator): serve `table`."""
 
