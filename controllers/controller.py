@@ -714,6 +714,10 @@ class SpeculationController:
         kv = self._kv[pool]
         return kv.max_k if kv.cap is None else kv.cap
 
+    def route_pool(self, name: str) -> str:
+        """The pool whose acceptance and step time the route is judged on."""
+        return self._routes[name].spec.pool
+
     def route_status(self, name: str) -> dict[str, Any]:
         rt = self._routes[name]
         est = self.estimator(name, rt.spec.pool)

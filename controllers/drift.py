@@ -21,6 +21,7 @@ with the minimum window size and the confirmation, this is measured in bench/dri
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -209,10 +210,11 @@ class DriftMonitor:
         self.detectors = {r: DriftDetector(self.settings) for r in routes}
         self.last_rate: dict[str, float] = {}
 
-    def carry_from(self, old: DriftMonitor) -> None:
+    def carry_from(self, old: DriftMonitor, fresh: Collection[str] = ()) -> None:
         """Go on from `old` after a config reload: routes that still exist keep their baseline, their state (a firing
-        alert stays firing until it recovers) and their last rate, under the new settings."""
-        for route in list(self.detectors):
+        alert stays firing until it recovers) and their last rate, under the new settings. Routes in `fresh` (their
+        drafter changed: another pool, method or k) start over: their baseline described the old drafter."""
+        for route in [r for r in self.detectors if r not in fresh]:
             before = old.detectors.get(route)
             if before is not None:
                 before.settings = self.settings

@@ -16,6 +16,7 @@ from typing import Any
 from specgate.backends.pool import PoolSet
 from specgate.backends.vllm_metrics import StepDelta
 from specgate.backends.webhooks import Alert
+from specgate.controllers.controller import SpeculationController
 from specgate.controllers.decisions import DecisionTable
 from specgate.controllers.drift import DriftEvent, first_position
 from specgate.controllers.kv_pressure import KvReading
@@ -33,6 +34,13 @@ from specgate.runtime.settings import build_controller, build_drift_monitor
 from specgate.config import GatewayConfig
 
 __all__ = ["ControlLoop"]
+
+
+def _drafter(config: GatewayConfig, controller: SpeculationController, route: str) -> tuple[str, str, int] | None:
+    """What drafts for the route: its pool, the pool's method and max k (None: the pool is not in `config`)."""
+    pool = controller.route_pool(route)
+    spec = next((p.speculation for p in config.pools if p.name == pool), None)
+    return None if spec is None else (pool, spec.method, spec.max_k)
 
 
 def _first_position(obs: Observation) -> tuple[int, int]:
@@ -90,8 +98,14 @@ class ControlLoop:
         drift = build_drift_monitor(config, controller.route_names())
         # Built before anything is taken over: a failure above leaves this loop as it was.
         controller.carry_from(self.controller)
+        redrafted = {
+            name
+            for name in controller.route_names()
+            if name in self.controller.route_names()
+            and _drafter(config, controller, name) != _drafter(self.config, self.controller, name)
+        }
         if drift is not None and self.drift is not None:
-            drift.carry_from(self.drift)
+            drift.carry_from(self.drift, fresh=redrafted)
         # A follower goes on serving the leader's table (its own controller never ticks: its table is stale) until
         # the leader publishes the next one.
         table = self.dispatcher.table if self.follower else controller.table()
@@ -102,15 +116,19 @@ class ControlLoop:
             dispatcher,
             alerts,
         )
-        self._break_even = {name: be for name, be in self._break_even.items() if name in controller.route_names()}
-        self.spreads = {name: s for name, s in self.spreads.items() if name in controller.route_names()}
+        kept = set(controller.route_names()) - redrafted
+        self._break_even = {name: be for name, be in self._break_even.items() if name in kept}
+        self.spreads = {name: s for name, s in self.spreads.items() if name in kept}
         for route in [r for r in self._firing if drift is None or r not in drift.detectors]:
-            self._retire_alert(route)
+            self._retire_alert(route, "The route or its drift detection was removed by a config reload.")
+        for route in [r for r in self._firing if r in redrafted]:
+            self._retire_alert(
+                route, "A config reload gave the route another drafter (pool, method or k): its baseline starts over."
+            )
         self.publish(table)
 
-    def _retire_alert(self, route: str) -> None:
+    def _retire_alert(self, route: str, why: str) -> None:
         fired = self._firing.pop(route)
-        why = "The route or its drift detection was removed by a config reload."
         alert = fired.resolved(time.time(), {**fired.annotations, "resolution": why})
         self.metrics.alerts_fired.labels(alert.name, alert.status).inc()
         log.warning("drift alert", extra={"route": route, "status": alert.status, "reason": "config reloaded"})

@@ -140,3 +140,16 @@ def test_first_position_ignores_depth_and_undrafted_steps() -> None:
     assert first_position([3, 4, 3]) == (10, 7)
     assert first_position([3, 4, 1, 1, 1]) == (10, 7)
     assert first_position([]) == (0, 0)
+
+
+def test_a_reload_carries_baselines_except_for_routes_with_another_drafter() -> None:
+    rng = random.Random(6)
+    old = DriftMonitor(["code", "chat"], DriftSettings(min_trials=100, baseline_windows=3))
+    for _ in range(6):
+        for route in ("code", "chat"):
+            old.add(route, 150, sum(rng.random() < 0.8 for _ in range(150)))
+    new = DriftMonitor(["code", "chat", "summary"], DriftSettings(min_trials=100, baseline_windows=3))
+    new.carry_from(old, fresh={"chat"})
+    assert new.detectors["code"] is old.detectors["code"] and new.detectors["code"].p0 is not None
+    assert new.detectors["chat"] is not old.detectors["chat"] and new.detectors["chat"].p0 is None
+    assert new.detectors["summary"].p0 is None
