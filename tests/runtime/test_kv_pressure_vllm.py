@@ -43,12 +43,23 @@ def _metrics(gw: GatewayServer) -> list[str]:
     return httpx.get(f"{gw.url}/metrics", timeout=10).text.splitlines()
 
 
-async def _capped_during(gw: GatewayServer, load: Coroutine[Any, Any, None]) -> list[tuple[int, str, int, float]]:
+def _engine_kv(engine: EngineSpec) -> tuple[float, float]:
+    from specgate.backends.vllm_metrics import parse_vllm_metrics
+
+    snap = parse_vllm_metrics(httpx.get(f"{engine.url}/metrics", timeout=10).text)
+    return float(snap.kv_usage or 0.0), float(snap.running or 0.0)
+
+
+async def _capped_during(
+    gw: GatewayServer, load: Coroutine[Any, Any, None], engine: EngineSpec, engine_seen: list[tuple[float, float]]
+) -> list[tuple[int, str, int, float]]:
     """Run `load` while reading the pool's cap every 0.25 s: (cap, reason, pool max, exported gauge) of each reading
-    that found k capped. Read during the load, not after it: the cap rightly starts to lift once the cache empties."""
+    that found k capped. Read during the load, not after it: the cap rightly starts to lift once the cache empties.
+    `engine_seen` gets the engine's own (KV use, running) at each reading, for the failure message."""
     seen: list[tuple[int, str, int, float]] = []
     task = asyncio.create_task(load)
     while not task.done():
+        engine_seen.append(await asyncio.to_thread(_engine_kv, engine))
         state = await asyncio.to_thread(_cap, gw)
         lines = await asyncio.to_thread(_metrics, gw)
         # Absent until the control loop first publishes (NaN then, which fails the gauge check below).
@@ -84,10 +95,13 @@ def test_preemptions_cap_k_and_the_cap_lifts_when_the_cache_has_room(
     gw = start_gateway([engine_pool(small_kv_engine)], controller=controller, scrape=scrape)
     assert _cap(gw)["cap"] is None
     preempted_before = _preemptions(small_kv_engine)
-    seen = asyncio.run(_capped_during(gw, _long_requests(gw, 10)))  # 10 x ~720 tokens in a 3,072-token cache
+    engine_seen: list[tuple[float, float]] = []
+    # 10 x ~720 tokens in a 3,072-token cache
+    seen = asyncio.run(_capped_during(gw, _long_requests(gw, 10), small_kv_engine, engine_seen))
     assert _preemptions(small_kv_engine) > preempted_before, "the engine never preempted: the test proves nothing"
     failures = [line for line in _metrics(gw) if line.startswith("specgate_engine_scrape_failures_total{")]
-    assert seen, f"k was never capped during the load; scrape failures: {failures}"
+    peak = max(engine_seen, default=(0.0, 0.0))
+    assert seen, f"k was never capped during the load; scrape failures: {failures}; engine (KV use, running): {peak}"
     cap, reason, pool_max, _ = seen[0]
     assert cap < small_kv_engine.max_k, seen[0]
     assert "KV use" in reason, seen[0]
