@@ -134,6 +134,12 @@ class WorkloadRecorder:
                 await self._task
             self._task = None
         await self.flush()  # what came in since the last flush is not lost at shutdown
+        if self._pending:  # the sink refused the last batch: nothing more can be done, but it is counted
+            log.error("workload record lines lost at shutdown", extra={"lines": len(self._pending)})
+            if self._on_drop is not None:
+                for _ in self._pending:
+                    self._on_drop()
+            self._pending.clear()
         await self.sink.close()
 
     async def _run(self) -> None:

@@ -124,6 +124,15 @@ def test_a_batch_the_sink_refuses_is_sent_again_within_the_bound(tmp_path: Path)
     assert len(dropped) == 2 and rec.written == 5
 
 
+def test_lines_a_sink_still_refuses_at_shutdown_are_counted(tmp_path: Path) -> None:
+    dropped: list[int] = []
+    rec = WorkloadRecorder(FileSink(tmp_path / "missing" / "r.jsonl", 1 << 20, 0), on_drop=lambda: dropped.append(1))
+    for _ in range(3):
+        rec.add(_obs(), None)
+    asyncio.run(rec.stop())
+    assert len(dropped) == 3 and rec.written == 0
+
+
 @pytest.fixture
 def redis() -> Iterator[RedisServer]:
     server = RedisServer().start()
