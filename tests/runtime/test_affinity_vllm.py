@@ -89,7 +89,10 @@ def test_a_hot_prefix_spills_within_the_load_bound(
     are long (1,000 tokens, seconds each) so that all eight are in flight while they are placed: with 160 tokens CI
     finished the first ones before the last were sent, and home took 7 of 8 within the bound."""
     urls = [engine.url, plain_engine.url]
-    gw = start_gateway([_pool(engine, plain_engine)])
+    # The bound on the gateway's own in-flight counts: no scrape during the test (the first comes after an hour), so
+    # the engines' load is what this gateway sent them. With scrapes, the engines' load figures came in late and
+    # uneven on CI's two cores (their /metrics starved by the decoding), and home took 8 : 0 and 7 : 1 there.
+    gw = start_gateway([_pool(engine, plain_engine)], scrape={"interval_s": 3600})
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Explain add at length."}]
     body = {"model": MODEL, "messages": messages, "max_tokens": 1000, "temperature": 0, "ignore_eos": True}
 
@@ -108,9 +111,7 @@ def test_a_hot_prefix_spills_within_the_load_bound(
     before = [_counters(u) for u in urls]
     assert asyncio.run(hot()) == [200] * 8
     # Identical prompts: each engine's share of the prompt tokens is its share of the requests. The bound gives
-    # 5 : 3 or 6 : 2 when all eight stay in flight (1.2 x mean + 1 lets home lead by a few at this load); in a
-    # clean-clone CI run on two cores home took 7 : 1 (and 8 : 0 once while other work loaded the machine): the
-    # requests' timing moves the split. What the bound must do whatever the timing: some spill, home keeps the most.
+    # 6 : 2 when all eight are in flight (1.2 x mean + 1 lets home lead by a few at this load).
     queried = [q for q, _ in _deltas(urls, before)]
-    home, other = max(queried), min(queried)
-    assert other > 0 and home >= other, queried
+    share = min(queried) / sum(queried)
+    assert 0.2 <= share <= 0.5, queried
