@@ -13,7 +13,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
-from specgate.backends.state_store import StoreUnavailable
+from specgate.backends.state_store import StoreUnavailable, redis_client
 
 __all__ = ["FIELD", "RedisStreamSink", "read_all", "read_stream", "stream_key"]
 
@@ -63,7 +63,6 @@ async def read_stream(client: aioredis.Redis, key: str) -> AsyncIterator[bytes]:
 
 def read_all(url: str, key: str, timeout_s: float = 10.0) -> list[bytes]:
     """Every line of the stream `key` in the Redis at `url`, for offline tools (not on a running event loop)."""
-    from specgate.backends.state_store import redis_client
 
     async def read() -> list[bytes]:
         client = redis_client(url, timeout_s)

@@ -371,16 +371,6 @@ def cmd_sim(args: argparse.Namespace) -> int:
 _REDIS_SCHEMES = ("redis://", "rediss://", "redis+sentinel://", "unix://")
 
 
-def _redacted(url: str) -> str:
-    """The URL without its password, for messages."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
-
-
 def cmd_advise(args: argparse.Namespace) -> int:
     import json
 
@@ -388,6 +378,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
     from specgate.backends.record_stream import read_all
     from specgate.offline.advisor import advise, load_records, parse_records, render
     from specgate.offline.plots import PlotsUnavailable, plot_advice
+
+    from specgate.config import redact_url
 
     streams = [src for src in args.records if src.startswith(_REDIS_SCHEMES)]
     paths = [Path(p) for p in args.records if p not in streams]
@@ -400,7 +392,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
         try:
             lines = read_all(url, args.stream)
         except (RedisError, OSError, ValueError) as exc:
-            print(f"cannot read the record stream {args.stream} at {_redacted(url)}: {exc}", file=sys.stderr)
+            print(f"cannot read the record stream {args.stream} at {redact_url(url)}: {exc}", file=sys.stderr)
             return 2
         more, bad = parse_records(lines)
         records, skipped = sorted([*records, *more], key=lambda r: r["t"]), skipped + bad

@@ -49,6 +49,7 @@ __all__ = [
     "TracingConfig",
     "load_config",
     "parse_pool_flag",
+    "redact_url",
 ]
 
 
@@ -895,14 +896,15 @@ def redacted(config: GatewayConfig) -> dict[str, Any]:
         if isinstance(value, list):
             return [walk(v, receiver) for v in value]
         if isinstance(value, str) and "://" in value:
-            return _redact_url(value, hide_path=receiver)
+            return redact_url(value, hide_path=receiver)
         return value
 
     result: dict[str, Any] = walk(data, False)
     return result
 
 
-def _redact_url(url: str, hide_path: bool) -> str:
+def redact_url(url: str, hide_path: bool = False) -> str:
+    """`url` with its password and query string masked (and its path, with `hide_path`): safe to show or log."""
     try:
         parts = urlsplit(url)
         netloc = parts.netloc
