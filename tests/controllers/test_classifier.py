@@ -109,7 +109,9 @@ def test_any_text_gets_a_label_with_a_probability(text: str) -> None:
     model = small_model()
     label, confidence = model.predict(text)
     assert label in model.labels and 0.0 < confidence <= 1.0
-    assert model.features(text).size <= 3 * (model.head_chars + model.tail_chars + 1)
+    # n-grams of the bounded user turn, its ask and the system prompt; 14 shape cues, 6 task words twice, repeated
+    windows = model.head_chars + model.tail_chars + 1 + model.ask_chars + model.system_chars
+    assert model.features(text).size <= 3 * windows + 26 * model.cue_repeat
     # predict() is the plain-Python softmax (float64) of the same logits as probabilities() (float32)
     p = model.probabilities(text)
     assert label == model.labels[int(p.argmax())] and confidence == pytest.approx(float(p.max()), rel=1e-5)
@@ -192,3 +194,138 @@ def test_models_without_the_parts_array_read_the_text_as_one() -> None:
 def test_bad_feature_settings_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         train(TEXTS, LABELS, dim=1 << 8, epochs=1, **kwargs)
+
+
+def reference_features(model: ClassifierModel, text: str) -> np.ndarray:
+    """The features in their plainest form (three n-gram passes, a loop over lines, every pattern searched in
+    full): the fast path in `ClassifierModel.features` must give the same bucket ids, in any order."""
+    import re
+    import zlib
+
+    from specgate.controllers import classifier as c
+
+    mask = model.dim - 1
+    system, _, user = text.rpartition(c.SYSTEM_SEPARATOR)
+    user = c._bounded(user, model.head_chars, model.tail_chars)
+    lowered = user.lower()
+    parts = [
+        c._hashed_ngrams(lowered, model.ngrams, mask),
+        c._hashed_ngrams(lowered[: model.ask_chars], model.ngrams, mask, c._ASK_SALT),
+    ]
+    patterns = [(name, re.compile(p)) for name, p in c._TASK_WORDS.items()]
+
+    def words(low: str, ask_chars: int) -> list[str]:
+        found = []
+        for name, pattern in patterns:
+            if pattern.search(low[:ask_chars]):
+                found.append(f"word:{name}:ask")
+            elif pattern.search(low[ask_chars:]):
+                found.append(f"word:{name}:body")
+        return found
+
+    lines = user.splitlines() or [""]
+    code_lines = sum(1 for line in lines if c._CODE_LINE.match(line))
+    fast_cues = c.shape_cues(user, system, model.ask_chars)
+    expected_cues = [
+        f"len:{c._bucket(len(user))}",
+        f"lines:{c._bucket(len(lines))}",
+        f"code:{min(int(code_lines / len(lines) * 4), 3)}",
+        f"code-lines:{c._bucket(code_lines)}",
+        f"fence:{'```' in user}",
+        f"trace:{re.search(c._TRACEBACK_WORDS['trace'], lowered) is not None}",
+    ]
+    assert fast_cues[:6] == expected_cues
+    cues = fast_cues + words(lowered, model.ask_chars)
+    if system:
+        low_system = system[: model.system_chars].lower()
+        parts.append(c._hashed_ngrams(low_system, model.ngrams, mask, c._SYSTEM_SALT))
+        cues += [f"{w}:system" for w in words(low_system, model.system_chars)]
+    ids = np.array([zlib.crc32(cue.encode()) & mask for cue in cues], dtype=np.intp)
+    parts.append(np.repeat(ids, model.cue_repeat))
+    return np.concatenate(parts)
+
+
+def bundled_model() -> ClassifierModel:
+    from specgate.runtime.classifier_files import BUNDLED_MODEL, load_model
+
+    return load_model(BUNDLED_MODEL)
+
+
+_CASES = [
+    "",
+    "a",
+    "ab\x1e",
+    "\x1ex",
+    "sys\x1eq",
+    "You are a translator.\x1eTranslate into German: good morning",
+    "Fix this:\n    def f(x):\n        return x +\n\n\nTypeError: unsupported operand",
+    "line\r\nwith\rodd\u2028breaks;\n  indented\x0cform feed {",
+    "\n\n  \n\t\n",
+    "İstanbul ﬁx the bug " * 80,
+    "这段代码为什么报错？请修复。\n" + "x = 1;\n" * 300,
+    "summarize the passage in three bullets\n" + "lorem ipsum " * 200 + "\nlist all invoice fields as json",
+]
+
+
+@pytest.mark.parametrize("text", _CASES)
+def test_fast_features_equal_the_plain_ones(text: str) -> None:
+    model = bundled_model()
+    assert sorted(model.features(text).tolist()) == sorted(reference_features(model, text).tolist())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*"ab \n\r\t;{}\x1e\u2028İ", "def ", "fix ", "error", "总结", "in 3 lines"]), max_size=400
+    ).map("".join)
+    | st.text(max_size=1500)
+)
+def test_fast_features_equal_the_plain_ones_on_any_text(text: str) -> None:
+    model = bundled_model()
+    assert sorted(model.features(text).tolist()) == sorted(reference_features(model, text).tolist())
+
+
+def test_fast_features_equal_the_plain_ones_on_every_labelled_prompt() -> None:
+    import json
+
+    from specgate.runtime.classifier_files import HELD_OUT_DATA
+
+    model = bundled_model()
+    for name in ("test.jsonl", "dev.jsonl", "realistic.jsonl"):
+        for line in (HELD_OUT_DATA.parent / name).read_text().splitlines():
+            text = classification_text(json.loads(line))
+            assert sorted(model.features(text).tolist()) == sorted(reference_features(model, text).tolist()), name
+
+
+def test_task_word_scans_use_literals_every_match_contains() -> None:
+    from specgate.controllers.classifier import _TASK_PATTERNS, _TRACEBACK
+
+    assert {"write", "build", "implement", "書いて"} <= _TASK_PATTERNS.anchors("write-code")
+    assert "implementa" not in _TASK_PATTERNS.anchors("write-code")  # "implement" is a prefix: it vouches for it
+    assert {"bullets", "sentences", "lines", "tl"} <= _TASK_PATTERNS.anchors("summary")  # "in three bullets", "tl;dr"
+    assert "error" in _TRACEBACK.anchors("trace")
+    assert _TASK_PATTERNS.matching("in a few words") == [] and _TASK_PATTERNS.matching("in 3 bullets") == ["summary"]
+    assert _TASK_PATTERNS.candidates("hello there") == set()
+
+
+def test_a_pattern_without_literals_is_searched_in_full() -> None:
+    from specgate.controllers.classifier import _PatternSet
+
+    patterns = _PatternSet({"digits": r"\d+", "word": r"\bfoo\b|bar"})
+    assert patterns.anchors("digits") == frozenset() and patterns.anchors("word") == {"foo", "bar"}
+    assert patterns.matching("a 42") == ["digits"] and patterns.matching("foobar 7") == ["digits", "word"]
+    assert patterns.matching("xfoox") == [] and patterns.candidates("xfoox") == {"digits", "word"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["ab", "abc", "bca", "ca", "c", " ", "x"]), max_size=30).map("".join))
+def test_pattern_sets_find_what_a_full_search_finds(text: str) -> None:
+    import re
+
+    from specgate.controllers.classifier import _PatternSet
+
+    # Overlapping literals ("abc" holds "bca"'s start, "ca" and "c"; "ab" is a prefix of "abc"): a pattern whose only
+    # literal sits inside or under another's must not be lost.
+    patterns = {"p": r"abc\b", "q": r"bca", "r": r"(?<=a)ca", "s": r"c x", "t": r"ab(?:c|x)?"}
+    expected = [name for name, pattern in patterns.items() if re.search(pattern, text)]
+    assert _PatternSet(patterns).matching(text) == expected
