@@ -4,19 +4,26 @@ A prompt of about 2,000 tokens (~8,000 characters of standard-library source), t
 and the hand-written realistic set's; the classifier reads a bounded head and tail, so longer prompts cost the
 same. Several rounds, reported as the median of the rounds' percentiles and the worst round (the machine is shared).
 With `--baseline MODEL.npz` the same rounds also time that model, the two alternating order round by round, and the
-ratios (this model / baseline) of the medians are printed.
+ratios (this model / baseline) of the medians are printed. With `--baseline-code REV` the baseline is the same model
+file read by the classifier code of git revision REV (`controllers/classifier.py` as it was then), to time a change of
+the code alone.
 
-    python bench/classifier_latency.py [--repeat 20000] [--baseline old-model.npz]
+    python bench/classifier_latency.py [--repeat 20000] [--baseline old-model.npz] [--baseline-code REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import platform
+import subprocess
+import sys
 import sysconfig
+import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from specgate.controllers.classifier import classification_text
@@ -33,16 +40,38 @@ def measure(model, bodies: list[dict], repeat: int) -> np.ndarray:  # type: igno
     return times
 
 
+def classifier_at(rev: str) -> ModuleType:
+    """The classifier module as it was at git revision `rev`, imported under a name of its own."""
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(
+        ["git", "show", f"{rev}:controllers/classifier.py"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    path = Path(tempfile.mkdtemp()) / "classifier_at_rev.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("classifier_at_rev", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--repeat", type=int, default=20000, help="classifications per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--model", default=str(BUNDLED_MODEL), help="model to time (default: the bundled one)")
     parser.add_argument("--baseline", help="a second model timed in the same rounds, for ratios")
+    parser.add_argument("--baseline-code", metavar="REV", help="baseline: the same model read by the code of REV")
     args = parser.parse_args()
     models = {"model": load_model(args.model)}
     if args.baseline:
         models["baseline"] = load_model(args.baseline)
+    elif args.baseline_code:
+        old = classifier_at(args.baseline_code)
+        models["baseline"] = old.ClassifierModel.from_arrays(models["model"].to_arrays())
+        same = [models["baseline"].predict(b)[0] == models["model"].predict(b)[0] for b in ("def f(x): pass", "hi")]
+        assert all(same), "the two codes label the same text differently"
     source = (Path(sysconfig.get_paths()["stdlib"]) / "argparse.py").read_text()[:8000]
     long_prompt = [{"messages": [{"role": "user", "content": "Refactor this module:\n" + source}]}]
     held_out = [json.loads(line) for line in HELD_OUT_DATA.read_text().splitlines()]
@@ -68,7 +97,7 @@ def main() -> None:
                 "per_round": args.repeat,
             }
     report: dict[str, object] = {"results": results["model"]}
-    if args.baseline:
+    if "baseline" in models:
         report["baseline"] = results["baseline"]
         report["ratio_to_baseline"] = {
             set_name: {

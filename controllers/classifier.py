@@ -11,6 +11,7 @@ Pure: models are built from arrays and turned back into arrays; files are read a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import zlib
@@ -19,12 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-try:  # CPython's own parser of regular expressions (private, there since 3.11): only to find literals to scan for
-    from re import _constants as _sre
-    from re._parser import parse as _sre_parse
-except ImportError:  # pragma: no cover - without it every task-word pattern is searched in full (same answers)
-    _sre_parse = None  # type: ignore[assignment]
+from specgate.controllers.pattern_prefilter import GramIndex, PatternSet
 
 __all__ = [
     "DEFAULT_LABELS",
@@ -113,12 +109,13 @@ def _hashed_ngrams(text: str, ngrams: tuple[int, ...], mask: int, salt: np.uint6
 _CODE_LINE = re.compile(
     r"^(?:[ \t]+\S|.*[;{}]\s*$|\s*(?:def|class|import|from|return|if|for|while|func|fn|let|const|var)\b)"
 )
-# The same test at every line start in one scan (a Python loop over lines was a fifth of the cues' time): zero-width,
-# so no match runs into the next line, and `\s` narrowed to not cross a newline. Exact where "\n" is the only line
-# break; text with another one (str.splitlines also splits at "\r", "\x1c", "\u2028", ...) takes the per-line path.
+# The same test after every newline, in one scan of "\n" + text (a Python loop over lines was a fifth of the cues'
+# time; a leading literal lets `re` jump from newline to newline): zero-width after the newline, so no match runs into
+# the next line, and `\s` narrowed to not cross a newline. Exact where "\n" is the only line break; text with another
+# one (str.splitlines also splits at "\r", "\x1c", "\u2028", ...) takes the per-line path.
 _CODE_LINE_STARTS = re.compile(
-    r"^(?=[ \t]+\S|.*[;{}][^\S\n]*$|[^\S\n]*(?:def|class|import|from|return|if|for|while|func|fn|let|const|var)\b)",
-    re.MULTILINE,
+    r"\n(?=[ \t]+\S|.*[;{}][^\S\n]*(?:\n|\Z)|"
+    r"[^\S\n]*(?:def|class|import|from|return|if|for|while|func|fn|let|const|var)\b)"
 )
 _OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
@@ -127,7 +124,7 @@ def _code_lines(text: str) -> tuple[int, int]:
     """(lines, lines that look like code), lines as str.splitlines counts them (an empty text is one line)."""
     if _OTHER_LINE_BREAKS.search(text) is None:
         lines = text.count("\n") + (not text.endswith("\n"))
-        return max(lines, 1), len(_CODE_LINE_STARTS.findall(text))
+        return max(lines, 1), len(_CODE_LINE_STARTS.findall("\n" + text))
     split = text.splitlines() or [""]
     return len(split), sum(1 for line in split if _CODE_LINE.match(line))
 
@@ -140,24 +137,32 @@ def _code_lines(text: str) -> tuple[int, int]:
 _QUESTION_MARKS = ("?", "\uff1f")  # the full-width one ends Chinese and Japanese questions
 
 
-_SCRIPTS = (
-    ("kana", re.compile(r"[\u3040-\u30ff]")),  # Japanese mixes kanji with kana; kana alone tells it from Chinese
-    ("cjk", re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")),
-    ("cyrillic", re.compile(r"[\u0400-\u052f]")),
-    ("latin", re.compile(r"[A-Za-z\u00c0-\u024f]")),
-)
-
-
+# Code point ranges of the scripts: (start, end) pairs, end excluded. Kana apart: Japanese mixes kanji with kana, and
+# kana alone tells it from Chinese.
+_SCRIPT_RANGES = {
+    "kana": ((0x3040, 0x3100),),
+    "cjk": ((0x3400, 0x4DC0), (0x4E00, 0xA000), (0xAC00, 0xD7B0)),
+    "cyrillic": ((0x0400, 0x0530),),
+    "latin": ((0x41, 0x5B), (0x61, 0x7B), (0xC0, 0x250)),
+}
+_SCRIPT_EDGES = np.array(sorted(x for ranges in _SCRIPT_RANGES.values() for pair in ranges for x in pair), np.uint32)
+# searchsorted(edges, c, "right") puts a code point of a range that starts at edge i in bin i + 1.
+_SCRIPT_BINS = {
+    name: [_SCRIPT_EDGES.tolist().index(start) + 1 for start, _ in ranges] for name, ranges in _SCRIPT_RANGES.items()
+}
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
 
 
 def _script(text: str) -> str:
-    """The writing system of most letters in `text` (kana wins outright): kana, cjk, cyrillic, latin or none."""
+    """The writing system of most letters in `text` (kana wins outright; ties go to cjk, then cyrillic, then latin):
+    kana, cjk, cyrillic, latin or none."""
     if text.isascii():  # most prompts: no need to count the other scripts' letters
         return "latin" if _ASCII_LETTER.search(text) else "none"
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    bins = np.bincount(np.searchsorted(_SCRIPT_EDGES, codes, side="right"), minlength=len(_SCRIPT_EDGES) + 1).tolist()
     best, most = "none", 0
-    for name, pattern in _SCRIPTS:
-        n = len(pattern.findall(text))
+    for name, where in _SCRIPT_BINS.items():
+        n = sum(bins[i] for i in where)
         if name == "kana" and n:
             return name
         if n > most:
@@ -165,98 +170,10 @@ def _script(text: str) -> str:
     return best
 
 
-def _required_literals(items: Any) -> frozenset[str] | None:
-    """Strings one of which every match of a parsed pattern contains (from literal runs, branches and repeats of at
-    least one), the set whose shortest string is longest; None where the pattern guarantees no literal."""
-    best: frozenset[str] | None = None
-
-    def consider(found: frozenset[str] | None) -> None:
-        nonlocal best
-        if found and (best is None or min(map(len, found)) > min(map(len, best))):
-            best = found
-
-    run: list[str] = []
-    for op, av in [*items, (None, None)]:
-        if op is _sre.LITERAL:
-            run.append(chr(av))
-            continue
-        if run:
-            consider(frozenset(["".join(run)]))
-            run = []
-        if op is _sre.SUBPATTERN:
-            consider(_required_literals(av[-1]))
-        elif op is _sre.BRANCH:
-            alternatives = [_required_literals(alt) for alt in av[1]]
-            if all(alternatives):
-                consider(frozenset().union(*alternatives))  # type: ignore[arg-type]  # all() narrowed them
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and av[0] >= 1:
-            consider(_required_literals(av[2]))
-    return best
-
-
-def _anchors(pattern: str) -> frozenset[str] | None:
-    try:
-        return _required_literals(_sre_parse(pattern)) if _sre_parse is not None else None
-    except Exception:  # a private parser whose shapes may change: then the pattern is searched in full (same answers)
-        return None
-
-
-class _PatternSet:
-    """Named regular expressions, each searched only in text that holds one of the literals its every match contains.
-
-    One scan finds those literals for all patterns at once (an alternation of plain strings, which `re` skips through
-    by first character), where searching each long alternation tries each of its branches at every position (the task
-    words were half the features' time). Same answers as searching every pattern: the scan restarts one character
-    after each hit, so literals inside or overlapping others are seen too, and at one position it reports the
-    longest literal there, which vouches for the patterns of the literals that are its prefixes."""
-
-    __slots__ = ("_always", "_owners", "_patterns", "_scan", "_vouches")
-
-    def __init__(self, patterns: Mapping[str, str]) -> None:
-        self._patterns = tuple((name, re.compile(pattern)) for name, pattern in patterns.items())
-        owners: dict[str, set[str]] = {}
-        always = set()
-        for name, pattern in patterns.items():
-            found = _anchors(pattern) or frozenset()
-            if not found:
-                always.add(name)
-            for literal in found:
-                if not any(other != literal and other in literal for other in found):  # "implement" covers "implementa"
-                    owners.setdefault(literal, set()).add(name)
-        self._always = frozenset(always)
-        self._owners = owners
-        ordered = sorted(owners, key=lambda a: (-len(a), a))
-        self._scan = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        self._vouches = {
-            hit: frozenset(name for literal, names in owners.items() if hit.startswith(literal) for name in names)
-            for hit in ordered
-        }
-
-    def candidates(self, text: str) -> set[str]:
-        """Names of the patterns that may match in `text` (a superset of those that do)."""
-        names = set(self._always)
-        if self._scan is not None:
-            search, vouches = self._scan.search, self._vouches
-            hit = search(text)
-            while hit is not None:
-                names |= vouches[hit.group()]
-                hit = search(text, hit.start() + 1)
-        return names
-
-    def matching(self, text: str, skip: Collection[str] = ()) -> list[str]:
-        """Names of the patterns found in `text`, in their order, leaving out `skip`."""
-        names = self.candidates(text)
-        return [name for name, pattern in self._patterns if name in names and name not in skip and pattern.search(text)]
-
-    def anchors(self, name: str) -> frozenset[str]:
-        """The literals scanned for `name` (empty: searched in full)."""
-        return frozenset(literal for literal, names in self._owners.items() if name in names)
-
-
 _TRACEBACK_WORDS = {
     "trace": r"traceback \(most recent call last\)|(?<=\w)error\b|exception\b|panicked at|segmentation fault"
 }
-_TRACEBACK = _PatternSet(_TRACEBACK_WORDS)
+_TRACEBACK = PatternSet(_TRACEBACK_WORDS)
 
 
 # Word stems that name a task, in the languages the training data covers: features, not rules (the model weighs
@@ -277,24 +194,30 @@ _TASK_WORDS = {
     "translate": r"translat|in(?:to)? (?:english|german|french|spanish|chinese|japanese|portuguese|russian|italian)\b|"
     r"übersetz|tradu|перевед|переве|翻译|译成|翻訳|訳して|tradur|traduz",
 }
-_TASK_PATTERNS = _PatternSet(_TASK_WORDS)
+_TASK_PATTERNS = PatternSet(_TASK_WORDS)
 
 
-def _task_words(lowered: str, ask_chars: int) -> list[str]:
+def _task_words(
+    lowered: str, ask_chars: int, in_ask: Collection[str] | None = None, in_rest: Collection[str] | None = None
+) -> list[str]:
+    """The task words found in the first `ask_chars` characters, and those found only after them. `in_ask` /
+    `in_rest`: the patterns that may match there, where the caller knows (a superset; see GramIndex)."""
     ask, rest = lowered[:ask_chars], lowered[ask_chars:]
-    in_ask = _TASK_PATTERNS.matching(ask)
-    in_rest = _TASK_PATTERNS.matching(rest, skip=in_ask) if rest else []
-    return [f"word:{name}:ask" for name in in_ask] + [f"word:{name}:body" for name in in_rest]
+    found_ask = _TASK_PATTERNS.matching(ask, in_ask)
+    found_rest = _TASK_PATTERNS.matching(rest, in_rest, skip=found_ask) if rest else []
+    return [f"word:{name}:ask" for name in found_ask] + [f"word:{name}:body" for name in found_rest]
 
 
 def _bucket(n: int) -> int:
     return n.bit_length()
 
 
-def shape_cues(user: str, system: str, ask_chars: int, lowered: str | None = None) -> list[str]:
+def shape_cues(
+    user: str, system: str, ask_chars: int, lowered: str | None = None, trace_candidate: bool = True
+) -> list[str]:
     """Coarse facts about a request's shape that n-grams miss: how much of it is code, a traceback, the script of
     the ask and of the rest, its length, whether a system prompt came with it. `lowered`: `user.lower()`, where the
-    caller has it already."""
+    caller has it already; `trace_candidate` False: the caller knows no traceback pattern can match."""
     lines, code_lines = _code_lines(user)
     share = code_lines / lines
     ask = user[:ask_chars]
@@ -304,7 +227,7 @@ def shape_cues(user: str, system: str, ask_chars: int, lowered: str | None = Non
         f"code:{min(int(share * 4), 3)}",
         f"code-lines:{_bucket(code_lines)}",
         f"fence:{'```' in user}",
-        f"trace:{bool(_TRACEBACK.matching(user.lower() if lowered is None else lowered))}",
+        f"trace:{trace_candidate and bool(_TRACEBACK.matching(user.lower() if lowered is None else lowered))}",
         f"ask-script:{_script(ask)}",
         f"body-script:{_script(user[ask_chars : ask_chars * 4])}",
         f"system:{bool(system)}",
@@ -313,6 +236,11 @@ def shape_cues(user: str, system: str, ask_chars: int, lowered: str | None = Non
     ]
     cues += [f"{c}&code:{share > 0.3}" for c in cues[5:8]]
     return cues
+
+
+@functools.cache
+def _gram_index(ngrams: tuple[int, ...]) -> GramIndex:
+    return GramIndex((_TASK_PATTERNS, _TRACEBACK), ngrams)
 
 
 _CUE_CACHE_SIZE = 4096  # cue strings come from a small vocabulary; the bound only guards against surprises
@@ -336,9 +264,16 @@ class ClassifierModel:
     _cols: np.ndarray = field(init=False, repr=False, compare=False)
     _cue_cache: dict[str, int] = field(init=False, repr=False, compare=False)
 
+    _marks: np.ndarray = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "_cols", np.ascontiguousarray(self.weights, dtype=np.float32))
         object.__setattr__(self, "_cue_cache", {})
+        # Buckets where a task-word or traceback literal may start, in the user turn's and the system prompt's spaces.
+        grams, mask = _gram_index(self.ngrams), self.dim - 1
+        plain = grams.table(lambda key: int(_hashed_ngrams(key, (len(key),), mask)[0]), self.dim)
+        salted = grams.table(lambda key: int(_hashed_ngrams(key, (len(key),), mask, _SYSTEM_SALT)[0]), self.dim)
+        object.__setattr__(self, "_marks", plain | salted)
 
     @property
     def dim(self) -> int:
@@ -352,40 +287,91 @@ class ClassifierModel:
         user = _bounded(user, self.head_chars, self.tail_chars)
         lowered = user.lower()
         lowered_system = system[: self.system_chars].lower()
-        cues = shape_cues(user, system, self.ask_chars, lowered) + _task_words(lowered, self.ask_chars)
+        ids, blocks = self._ngram_ids(lowered, lowered_system)
+        ask, rest, in_system = self._literal_candidates(ids, blocks, lowered, lowered_system)
+        cues = shape_cues(user, system, self.ask_chars, lowered, "trace" in ask or "trace" in rest)
+        cues += _task_words(lowered, self.ask_chars, ask, rest)
         if lowered_system:
-            cues += [f"{c}:system" for c in _task_words(lowered_system, self.system_chars)]
-        cue_ids = np.repeat(self._cue_ids(cues), self.cue_repeat)
-        return np.concatenate([self._ngram_ids(lowered, lowered_system), cue_ids])
+            found = _TASK_PATTERNS.matching(lowered_system, in_system)
+            cues += [f"word:{name}:ask:system" for name in found]
+        return np.concatenate([ids, np.repeat(self._cue_ids(cues), self.cue_repeat)])
 
-    def _ngram_ids(self, lowered: str, lowered_system: str) -> np.ndarray:
+    def _ngram_ids(self, lowered: str, lowered_system: str) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
         """Bucket ids of the user turn's n-grams, of its first `ask_chars` characters' (salted) and of the system
         prompt's (salted), from one rolling-hash pass over the two texts joined: the ask's n-grams are a prefix of
         the user turn's, n-grams across the join are left out. A numpy call costs about a microsecond whatever its
-        size, so one pass instead of three saves most of the hashing time."""
+        size, so one pass instead of three saves most of the hashing time. Also (n, start, end) of the user turn's
+        and the system prompt's runs in the ids (the system prompt's as n = -n)."""
         u, s = len(lowered), len(lowered_system)
         a = min(self.ask_chars, u)
-        codes = np.frombuffer((lowered + lowered_system).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-        plain, ask, system = [], [], []
+        # uint32 code points: the first multiplication by the uint64 prime makes every hash uint64.
+        codes = np.frombuffer((lowered + lowered_system).encode("utf-32-le"), dtype=np.uint32)
+        sizes = sorted(self.ngrams)
+        grams = {}
         h = codes
-        for n in range(1, max(self.ngrams) + 1):
+        for n in range(1, sizes[-1] + 1):
             if n > 1:
                 h = h[:-1] * _PRIME + codes[n - 1 :]
             if n in self.ngrams:
-                plain.append(h[: max(u - n + 1, 0)])
-                ask.append(h[: max(a - n + 1, 0)])
-                system.append(h[u : u + max(s - n + 1, 0)])
-        hashed = np.concatenate([*plain, np.concatenate(ask) ^ _ASK_SALT, np.concatenate(system) ^ _SYSTEM_SALT])
-        return (((hashed * _MIX) >> _SHIFT) & np.uint64(self.dim - 1)).astype(np.intp)
+                grams[n] = h
+        runs = [grams[n][: max(u - n + 1, 0)] for n in sizes]  # the user turn
+        ask_at = sum(run.size for run in runs)
+        runs += [grams[n][: max(a - n + 1, 0)] for n in sizes]  # its ask
+        system_at = sum(run.size for run in runs)
+        runs += [grams[n][u : u + max(s - n + 1, 0)] for n in sizes]  # the system prompt
+        hashed = np.concatenate(runs, dtype=np.uint64)
+        hashed[ask_at:system_at] ^= _ASK_SALT
+        hashed[system_at:] ^= _SYSTEM_SALT
+        np.multiply(hashed, _MIX, out=hashed)  # in place: each new array costs as much as the arithmetic
+        np.right_shift(hashed, _SHIFT, out=hashed)
+        np.bitwise_and(hashed, np.uint64(self.dim - 1), out=hashed)
+        blocks, start = [], 0
+        for i, run in enumerate(runs):
+            if run.size and (i < len(sizes) or i >= 2 * len(sizes)):  # the ask's own run is not searched
+                n = sizes[i % len(sizes)]
+                blocks.append((n if i < len(sizes) else -n, start, start + run.size))
+            start += run.size
+        return hashed.view(np.int64), blocks
+
+    def _literal_candidates(
+        self, ids: np.ndarray, blocks: list[tuple[int, int, int]], lowered: str, lowered_system: str
+    ) -> tuple[set[str], set[str], set[str]]:
+        """The patterns (task words, traceback) that may match in the ask, in the rest of the user turn and in the
+        system prompt: where an n-gram falls in a marked bucket and its text is a literal's leading n-gram."""
+        grams = _gram_index(self.ngrams)
+        ask = grams.short_candidates(lowered[: self.ask_chars])
+        rest = grams.short_candidates(lowered[self.ask_chars :])
+        system = grams.short_candidates(lowered_system)
+        hits = np.flatnonzero(self._marks[ids]).tolist()
+        if not hits:
+            return ask, rest, system
+        keys, block = grams.keys, iter(blocks)
+        n, start, end = next(block, (0, 0, 0))
+        for i in hits:
+            while i >= end:
+                n, start, end = next(block, (0, len(ids), len(ids) + 1))
+            if i < start or not n:  # the ask's own (salted) run, or past the last block
+                continue
+            p = i - start
+            if n > 0:
+                names = keys.get(lowered[p : p + n])
+                if names:
+                    (ask if p < self.ask_chars else rest).update(names)
+            else:
+                names = keys.get(lowered_system[p : p - n])
+                if names:
+                    system.update(names)
+        return ask, rest, system
 
     def _cue_ids(self, cues: list[str]) -> np.ndarray:
         """Bucket ids of the cues, remembered: a model meets a few hundred distinct cue strings."""
         known = self._cue_cache
-        ids = [known.get(c) for c in cues]
-        if None in ids:
-            ids = [zlib.crc32(c.encode()) & (self.dim - 1) for c in cues]
-            if len(known) < _CUE_CACHE_SIZE:
-                known.update(zip(cues, ids, strict=True))
+        cached = [known.get(c) for c in cues]
+        if None not in cached:
+            return np.array(cached, dtype=np.intp)
+        ids = [zlib.crc32(c.encode()) & (self.dim - 1) for c in cues]
+        if len(known) < _CUE_CACHE_SIZE:
+            known.update(zip(cues, ids, strict=True))
         return np.array(ids, dtype=np.intp)
 
     def _logits(self, feats: np.ndarray) -> np.ndarray:
@@ -466,6 +452,8 @@ def train(
         raise ValueError("dim must be a power of two")
     if ask_chars < 0 or system_chars < 0 or cue_repeat < 1:
         raise ValueError("ask_chars and system_chars must be >= 0 and cue_repeat >= 1")
+    if head_chars < 0 or tail_chars < 0 or not ngrams or min(ngrams) < 1:
+        raise ValueError("head_chars and tail_chars must be >= 0 and n-gram sizes >= 1")
     names = tuple(label_set or sorted(set(labels)))
     index = {name: i for i, name in enumerate(names)}
     unknown = sorted(set(labels) - set(index))

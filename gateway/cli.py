@@ -279,6 +279,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ngram_sizes(value: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(sorted({int(part) for part in value.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of n-gram sizes: {value!r}") from None
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("n-gram sizes must be 1 or more")
+    return sizes
+
+
 def cmd_classifier_train(args: argparse.Namespace) -> int:
     import time
 
@@ -298,6 +308,9 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
             seed=args.seed,
             ask_chars=args.ask_chars,
             cue_repeat=args.cue_repeat,
+            ngrams=args.ngrams,
+            head_chars=args.head_chars,
+            tail_chars=args.tail_chars,
         )
     except ValueError as exc:
         print(f"specgate classifier train: {exc}", file=sys.stderr)
@@ -657,6 +670,11 @@ def _parser() -> argparse.ArgumentParser:
         "--ask-chars", type=int, default=160, help="leading characters of the user turn hashed apart (0: one text)"
     )
     ctrain.add_argument("--cue-repeat", type=int, default=4, help="weight of each shape / task-word cue")
+    ctrain.add_argument(
+        "--ngrams", type=_ngram_sizes, default=(3, 4, 5), help="character n-gram sizes, comma-separated (default 3,4,5)"
+    )
+    ctrain.add_argument("--head-chars", type=int, default=512, help="leading characters of the user turn read")
+    ctrain.add_argument("--tail-chars", type=int, default=256, help="trailing characters of the user turn read")
     ctrain.set_defaults(fn=cmd_classifier_train)
     ceval = cls_sub.add_parser("eval", help="confusion table and accuracy on labelled JSONL")
     ceval.add_argument("--data", default=str(HELD_OUT_DATA), help="default: the committed held-out set")

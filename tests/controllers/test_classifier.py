@@ -234,7 +234,26 @@ def reference_features(model: ClassifierModel, text: str) -> np.ndarray:
         f"fence:{'```' in user}",
         f"trace:{re.search(c._TRACEBACK_WORDS['trace'], lowered) is not None}",
     ]
-    assert fast_cues[:6] == expected_cues
+    scripts = (
+        ("kana", "[\u3040-\u30ff]"),
+        ("cjk", "[\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"),
+        ("cyrillic", "[\u0400-\u052f]"),
+        ("latin", "[A-Za-z\u00c0-\u024f]"),
+    )
+
+    def script(part: str) -> str:
+        counts = {name: len(re.findall(pattern, part)) for name, pattern in scripts}
+        if counts["kana"]:
+            return "kana"
+        best = max(counts, key=lambda name: (counts[name], -list(counts).index(name)))  # ties: the earlier
+        return best if counts[best] else "none"
+
+    ask_chars = model.ask_chars
+    expected_cues += [
+        f"ask-script:{script(user[:ask_chars])}",
+        f"body-script:{script(user[ask_chars : ask_chars * 4])}",
+    ]
+    assert fast_cues[:8] == expected_cues
     cues = fast_cues + words(lowered, model.ask_chars)
     if system:
         low_system = system[: model.system_chars].lower()
@@ -262,7 +281,7 @@ _CASES = [
     "line\r\nwith\rodd\u2028breaks;\n  indented\x0cform feed {",
     "\n\n  \n\t\n",
     "İstanbul ﬁx the bug " * 80,
-    "这段代码为什么报错？请修复。\n" + "x = 1;\n" * 300,
+    "这段代码为什么报错\uff1f请修复。\n" + "x = 1;\n" * 300,
     "summarize the passage in three bullets\n" + "lorem ipsum " * 200 + "\nlist all invoice fields as json",
 ]
 
@@ -306,26 +325,3 @@ def test_task_word_scans_use_literals_every_match_contains() -> None:
     assert "error" in _TRACEBACK.anchors("trace")
     assert _TASK_PATTERNS.matching("in a few words") == [] and _TASK_PATTERNS.matching("in 3 bullets") == ["summary"]
     assert _TASK_PATTERNS.candidates("hello there") == set()
-
-
-def test_a_pattern_without_literals_is_searched_in_full() -> None:
-    from specgate.controllers.classifier import _PatternSet
-
-    patterns = _PatternSet({"digits": r"\d+", "word": r"\bfoo\b|bar"})
-    assert patterns.anchors("digits") == frozenset() and patterns.anchors("word") == {"foo", "bar"}
-    assert patterns.matching("a 42") == ["digits"] and patterns.matching("foobar 7") == ["digits", "word"]
-    assert patterns.matching("xfoox") == [] and patterns.candidates("xfoox") == {"digits", "word"}
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["ab", "abc", "bca", "ca", "c", " ", "x"]), max_size=30).map("".join))
-def test_pattern_sets_find_what_a_full_search_finds(text: str) -> None:
-    import re
-
-    from specgate.controllers.classifier import _PatternSet
-
-    # Overlapping literals ("abc" holds "bca"'s start, "ca" and "c"; "ab" is a prefix of "abc"): a pattern whose only
-    # literal sits inside or under another's must not be lost.
-    patterns = {"p": r"abc\b", "q": r"bca", "r": r"(?<=a)ca", "s": r"c x", "t": r"ab(?:c|x)?"}
-    expected = [name for name, pattern in patterns.items() if re.search(pattern, text)]
-    assert _PatternSet(patterns).matching(text) == expected

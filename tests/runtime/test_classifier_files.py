@@ -83,6 +83,14 @@ def test_train_command_writes_a_usable_model(tmp_path: Path, capsys: pytest.Capt
     assert "accuracy: 1.0000" in capsys.readouterr().out
     assert main(["classifier", "train", "--data", str(data), "--out", str(out), "--cue-repeat", "0"]) == 2
     assert "cue_repeat >= 1" in capsys.readouterr().err
+    smaller = ["--ngrams", "4,5", "--head-chars", "64", "--tail-chars", "32", "--dim-bits", "10"]
+    assert main(["classifier", "train", "--data", str(data), "--out", str(out), *smaller]) == 0
+    model = load_model(out)
+    assert (model.ngrams, model.head_chars, model.tail_chars, model.dim) == ((4, 5), 64, 32, 1 << 10)
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["classifier", "train", "--data", str(data), "--out", str(out), "--ngrams", "0,x"])
+    assert "n-gram sizes" in capsys.readouterr().err
 
 
 def test_broken_model_file_fails_open(tmp_path: Path) -> None:
