@@ -8,7 +8,9 @@ A fake OpenAI-compatible upstream (tests/fault_upstream.py, mode ok: a fixed JSO
 its own process. Each gateway runs alone, pinned to CPU 0 with `taskset`; the upstream and the closed-loop load
 generator share CPU 1. LiteLLM and vllm-router are installed by this script into their own virtual environments
 under `.bench-venvs/` (first run only). Per target, concurrency (1, 32, 128) and kind (non-streaming, streaming):
-`--seconds` of closed-loop load, repeated `--repeats` times; medians are reported. Figures:
+`--seconds` of closed-loop load, repeated `--repeats` times; medians are reported. With `--interleave` every target
+runs at once and they take turns at each cell, order reversed every repeat (for comparing two builds of the same
+gateway: the machine's drift then falls on both). Figures:
 
 - p50 / p99 latency (streams: time to the last byte) and, for streams, time to first byte;
 - requests/s, and the ratio to direct at the same concurrency;
@@ -350,6 +352,62 @@ def run(
     return report
 
 
+def run_interleaved(targets: list[str], concurrencies: list[int], seconds: float, repeats: int) -> dict[str, Any]:
+    """All targets started at once (each idle while another is measured) and measured in turns at every cell,
+    their order reversed every repeat, so that drift over the run (the machine is shared) falls on all alike. With
+    two targets, each cell also reports the second's CPU per request over the first's, repeat by repeat."""
+    up_port = free_port()
+    upstream = subprocess.Popen(
+        [*pinned("1"), sys.executable, "-m", "tests.fault_upstream", "--port", str(up_port)], cwd=ROOT
+    )
+    report: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "pinning": "gateways on CPU 0; upstream and load generator on CPU 1"},
+        "seconds": seconds,
+        "repeats": repeats,
+        "interleaved": True,
+        "versions": {},
+        "results": {name: {} for name in targets},
+    }
+    started: dict[str, tuple[subprocess.Popen[bytes] | None, int]] = {}
+    try:
+        wait_port(up_port, upstream)
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in targets:
+                proc, port, version = start_target(name, up_port, Path(tmp))
+                started[name] = (proc, port)
+                report["versions"][name] = version
+            for kind in ("non-stream", "stream"):
+                for c in concurrencies:
+                    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in targets}
+                    for rep in range(repeats):
+                        for name in targets if rep % 2 == 0 else targets[::-1]:
+                            proc, port = started[name]
+                            runs[name].append(measure(proc, port, c, seconds, kind == "stream"))
+                    cell = f"{kind}/c{c}"
+                    for name in targets:
+                        report["results"][name][cell] = _median(runs[name])
+                    if len(targets) == 2:
+                        pairs = zip(runs[targets[0]], runs[targets[1]], strict=True)
+                        ratios = sorted(b["cpu_ms_per_req"] / a["cpu_ms_per_req"] for a, b in pairs)
+                        report.setdefault("cpu_ratio", {})[cell] = {
+                            "median": round(statistics.median(ratios), 3),
+                            "min": round(ratios[0], 3),
+                            "max": round(ratios[-1], 3),
+                        }
+                    print(
+                        f"{cell}: " + ", ".join(f"{n} {report['results'][n][cell]}" for n in targets), file=sys.stderr
+                    )
+    finally:
+        for proc, _ in started.values():
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+        upstream.terminate()
+        upstream.wait(timeout=30)
+    _compare(report)
+    return report
+
+
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in runs[0]:
@@ -379,9 +437,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--profile", type=Path, metavar="DIR", help="py-spy each gateway: stacks in DIR/<target>.txt")
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="start every target at once and measure them in turns at each cell, order reversed every repeat",
+    )
     args = parser.parse_args(argv)
     concurrencies = [int(c) for c in args.concurrency.split(",")]
-    report = run(args.targets.split(","), concurrencies, args.seconds, args.repeats, args.profile)
+    targets = args.targets.split(",")
+    if args.interleave and (args.profile or any("-redis" in t or "-w2" in t for t in targets)):
+        parser.error("--interleave takes neither --profile nor the Redis / two-worker targets")
+    if args.interleave:
+        report = run_interleaved(targets, concurrencies, args.seconds, args.repeats)
+    else:
+        report = run(targets, concurrencies, args.seconds, args.repeats, args.profile)
     text = json.dumps(report, indent=1)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
