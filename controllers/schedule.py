@@ -62,24 +62,17 @@ class _Row:
     ks: tuple[int, ...]
 
 
-class _Problems:
-    """Many independent joint choices (one per pool, batch size and starting point) solved in lockstep with numpy.
+class _Pools:
+    """The routes of every pool as arrays, padded to the largest pool with share-0 routes fixed at k = 0: built once
+    per solve and shared by its problem sets (each row of those picks its pool's slice)."""
 
-    The control loop needs every pool's optimum at every batch size of the grid each tick; a pure-Python
-    coordinate ascent per (pool, batch size, start) costs ~0.4 ms each, ~150 ms per tick for 10 pools
-    (bench/tick_cost.py). Here a row is one problem; routes are padded to the largest pool with share-0 routes
-    fixed at k = 0, so one pass over route slots moves every pool's routes at once."""
-
-    def __init__(
-        self, groups: Sequence[Sequence[RouteState]], rows: Sequence[_Row], batches: Floats, step: GroupStepTime
-    ) -> None:
-        self.step = step
-        width = max(len(routes) for routes in groups)
-        k1 = max(r.k_max for routes in groups for r in routes) + 1
+    def __init__(self, groups: Sequence[Sequence[RouteState]]) -> None:
+        self.width = max(len(routes) for routes in groups)
+        self.k1 = k1 = max(r.k_max for routes in groups for r in routes) + 1
         per_group = []
         for routes in groups:
             total = sum(r.share for r in routes) or 1.0
-            pad = width - len(routes)
+            pad = self.width - len(routes)
             per_group.append(
                 (
                     [r.share / total for r in routes] + [0.0] * pad,
@@ -91,19 +84,38 @@ class _Problems:
                     [r.share / total * r.proposal_rate for r in routes] + [0.0] * pad,
                 )
             )
-        index = np.array([row.group for row in rows], dtype=np.int64)
-        self.w = np.array([g[0] for g in per_group], dtype=np.float64)[index]
-        self.tab = np.array([g[1] for g in per_group], dtype=np.float64)[index]
-        self.allowed = np.array([g[2] for g in per_group], dtype=bool)[index]
-        self.live = np.array([g[3] for g in per_group], dtype=bool)[index]
-        self.target = np.array([g[4] for g in per_group], dtype=np.float64)[index]
+        self.w = np.array([g[0] for g in per_group], dtype=np.float64)
+        self.tab = np.array([g[1] for g in per_group], dtype=np.float64)
+        self.allowed = np.array([g[2] for g in per_group], dtype=bool)
+        self.live = np.array([g[3] for g in per_group], dtype=bool)
+        self.target = np.array([g[4] for g in per_group], dtype=np.float64)
         # A route's weight in the mean drafts per step: its share times its proposal rate.
-        self.wq = np.array([g[5] for g in per_group], dtype=np.float64)[index]
+        self.wq = np.array([g[5] for g in per_group], dtype=np.float64)
+
+
+class _Problems:
+    """Many independent joint choices (one per pool, batch size and starting point) solved in lockstep with numpy.
+
+    The control loop needs every pool's optimum at every batch size of the grid each tick; a pure-Python
+    coordinate ascent per (pool, batch size, start) costs ~0.4 ms each, ~150 ms per tick for 10 pools
+    (bench/tick_cost.py). Here a row is one problem; routes are padded to the largest pool with share-0 routes
+    fixed at k = 0, so one pass over route slots moves every pool's routes at once."""
+
+    def __init__(self, pools: _Pools, rows: Sequence[_Row], batches: Floats, step: GroupStepTime) -> None:
+        self.step = step
+        index = np.array([row.group for row in rows], dtype=np.int64)
+        self.w = pools.w[index]
+        self.tab = pools.tab[index]
+        self.allowed = pools.allowed[index]
+        self.live = pools.live[index]
+        self.target = pools.target[index]
+        self.wq = pools.wq[index]
         self.has_slo = bool(np.isfinite(self.target).any())
         self.unsettled = np.empty(0, dtype=np.int64)
         self.group = index
         self.batch = batches[np.array([row.j for row in rows], dtype=np.int64)]
-        self.karange = np.arange(k1, dtype=np.float64)
+        self.karange = np.arange(pools.k1, dtype=np.float64)
+        width = pools.width
         self.ks = np.array([row.ks + (0,) * (width - len(row.ks)) for row in rows], dtype=np.int64)
 
     def _lengths(self, ks: npt.NDArray[np.int64]) -> Floats:
@@ -265,7 +277,8 @@ def _joint_optima(
             mine = origins + ([own[j]] if own is not None else [])
             first += [_Row(i, j, ks) for ks in dict.fromkeys(mine)]
     unsettled: set[tuple[int, int]] = set()
-    answers = _run(problems, first, batch, step, unsettled=unsettled)
+    pools = _Pools([pr.routes for pr in problems])
+    answers = _run(pools, first, batch, step, unsettled=unsettled)
     if g > 1:
         # Each batch size's answer is a start for its neighbours (what a sequential pass over the grid gets for
         # free): a lockstep ascent from all-off alone stops at (high-acceptance route on, others off) where the
@@ -282,7 +295,7 @@ def _joint_optima(
             # again from where they stopped (conservatively, the whole cell).
             again = [_Row(i, j, answers[(i, j)]) for i in live for j in range(g) if (i, j) in unsettled]
             settled = [_Row(i, j, answers[(i, j)]) for i in live for j in range(g) if (i, j) not in unsettled]
-            answers = _run(problems, second + again, batch, step, settled)
+            answers = _run(pools, second + again, batch, step, settled)
     for i in live:
         names = [r.name for r in problems[i].routes]
         out[i] = [dict(zip(names, answers[(i, j)], strict=False)) for j in range(g)]
@@ -307,7 +320,7 @@ def _clamp(routes: Sequence[RouteState], start: Mapping[str, int]) -> tuple[int,
 
 
 def _run(
-    problems: Sequence[PoolProblem],
+    pools: _Pools,
     rows: list[_Row],
     batch: Floats,
     step: GroupStepTime,
@@ -317,11 +330,10 @@ def _run(
     """The best row per (pool, batch size) after solving `rows`; `settled` rows are answers already (fixed points of
     the ascent): scored as they stand, the same figures an ascent from them would end with, and compared after.
     `unsettled` collects the (pool, batch size) of rows the sweep limit stopped short."""
-    groups = [pr.routes for pr in problems]
-    solver = _Problems(groups, rows, batch, step)
+    solver = _Problems(pools, rows, batch, step)
     ks, violation, goodput = solver.solve()
     if settled:
-        fixed = _Problems(groups, settled, batch, step)
+        fixed = _Problems(pools, settled, batch, step)
         v, g = fixed.score()
         ks, violation, goodput = (
             np.concatenate([ks, fixed.ks]),
@@ -408,7 +420,7 @@ def schedule_gains(
             rows += [_Row(i, j, at) for j, at in enumerate(_on_grid(pr.routes, schedules, sizes))]
     step = step_many or _grouped([pr.step_time for pr in problems])
     violation, goodput = _Problems(
-        [pr.routes for pr in problems], rows, np.asarray(sizes, dtype=np.float64), step
+        _Pools([pr.routes for pr in problems]), rows, np.asarray(sizes, dtype=np.float64), step
     ).score()
     g = len(sizes)
     for n, i in enumerate(live):
