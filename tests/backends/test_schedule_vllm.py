@@ -66,9 +66,10 @@ def test_schedule_caps_drafts_per_step_at_the_batch_size(any_engine: EngineSpec)
     schedule = {"specgate_k_schedule": "1:4,4:0"}
     assert _alone(any_engine, schedule)["num_draft_tokens"] > 0
     loaded = asyncio.run(_under_load(any_engine, schedule, others=5))
-    # At most one drafted step (k = 4): a local run once saw the batch dip below four for one step even so, while
-    # finished requests were being replaced. Ignoring the schedule drafts 4 at nearly every step of the 24 tokens.
-    assert loaded["num_draft_tokens"] <= 4, loaded
+    # Ignoring the schedule drafts 4 at nearly every step of the 24 tokens (~90 drafts). Following it drafts only at
+    # steps whose batch dipped below four while finished requests were being replaced (right, by the schedule): a
+    # local run saw one such step, CI three on its starved cores. At most a quarter of the steps drafted.
+    assert loaded["num_draft_tokens"] <= 4 * max(1, loaded["num_spec_steps"] // 4), loaded
 
 
 def test_cap_and_schedule_take_the_smaller(any_engine: EngineSpec) -> None:

@@ -13,7 +13,7 @@ import pytest
 from specgate.backends.launcher import EngineSpec
 
 from tests.conftest import MODEL, GatewayServer, engine_pool
-from tests.prom import sample
+from tests.prom import sample, scrape
 
 pytestmark = pytest.mark.slow
 
@@ -51,9 +51,23 @@ def _rates(gw: GatewayServer) -> dict[str, tuple[float, float, float, float]]:
     return out
 
 
-def _settle(gw: GatewayServer) -> None:
-    """Two scrape intervals: the last answers' steps are in a closed interval."""
-    time.sleep(3 * gw.config.scrape.interval_s)
+def _drafts(gw: GatewayServer, engine: EngineSpec) -> tuple[float, float]:
+    """(the gateway's scraped drafts of the engine, the engine's own count), in that order."""
+    return scrape(gw.url, "specgate_engine_spec_draft_tokens_total"), scrape(
+        engine.url, "vllm:spec_decode_num_draft_tokens_total"
+    )
+
+
+def _settle(gw: GatewayServer, engine: EngineSpec, base: tuple[float, float], timeout_s: float = 60.0) -> None:
+    """Until the gateway has scraped every draft the engine counted since `base` (`_drafts` at the start), then one
+    interval more: the last answers' steps are in a closed, attributed interval. (A fixed three intervals were not
+    enough on CI's starved cores, where a scrape of the busy engine came late: a route got 200 of its 240 drafts.)"""
+    engine_since = scrape(engine.url, "vllm:spec_decode_num_draft_tokens_total") - base[1]
+    deadline = time.monotonic() + timeout_s
+    while scrape(gw.url, "specgate_engine_spec_draft_tokens_total") - base[0] < engine_since:
+        assert time.monotonic() < deadline, "the gateway's scrapes did not catch up with the engine's counters"
+        time.sleep(0.2)
+    time.sleep(2 * gw.config.scrape.interval_s)
 
 
 def _scraped_twice(gw: GatewayServer, timeout_s: float = 60.0) -> None:
@@ -78,13 +92,14 @@ def test_counter_attribution_matches_per_request_truth_when_routes_take_turns(
         scrape={"interval_s": 0.5},
     )
     _scraped_twice(gw)
+    base = _drafts(gw, engine)
     for route in ("code", "chat", "code", "chat"):  # one route at a time: exact, up to the scrape boundaries
         asyncio.run(_send(gw, [route] * 4))
-        _settle(gw)
+        _settle(gw, engine, base)
     alone = _rates(gw)
     for _ in range(3):  # both at once: each interval's acceptance is shared
         asyncio.run(_send(gw, ["code", "chat"] * 3))
-    _settle(gw)
+    _settle(gw, engine, base)
     both = _rates(gw)
     mixed = {r: tuple(b - a for a, b in zip(alone[r], both[r], strict=True)) for r in ROUTES}
     for name, rates in (("taking turns", alone), ("mixed", mixed)):
