@@ -208,16 +208,23 @@ def _task_words(
     return [f"word:{name}:ask" for name in found_ask] + [f"word:{name}:body" for name in found_rest]
 
 
+def _has_trace(lowered: str, candidate: bool | None) -> bool:
+    if candidate is False:
+        return False
+    return bool(_TRACEBACK.matching(lowered, None if candidate is None else ("trace",)))
+
+
 def _bucket(n: int) -> int:
     return n.bit_length()
 
 
 def shape_cues(
-    user: str, system: str, ask_chars: int, lowered: str | None = None, trace_candidate: bool = True
+    user: str, system: str, ask_chars: int, lowered: str | None = None, trace_candidate: bool | None = None
 ) -> list[str]:
     """Coarse facts about a request's shape that n-grams miss: how much of it is code, a traceback, the script of
     the ask and of the rest, its length, whether a system prompt came with it. `lowered`: `user.lower()`, where the
-    caller has it already; `trace_candidate` False: the caller knows no traceback pattern can match."""
+    caller has it already; `trace_candidate`: whether a traceback pattern may match, where the caller knows (None: scan
+    for its literals here)."""
     lines, code_lines = _code_lines(user)
     share = code_lines / lines
     ask = user[:ask_chars]
@@ -227,7 +234,7 @@ def shape_cues(
         f"code:{min(int(share * 4), 3)}",
         f"code-lines:{_bucket(code_lines)}",
         f"fence:{'```' in user}",
-        f"trace:{trace_candidate and bool(_TRACEBACK.matching(user.lower() if lowered is None else lowered))}",
+        f"trace:{_has_trace(user.lower() if lowered is None else lowered, trace_candidate)}",
         f"ask-script:{_script(ask)}",
         f"body-script:{_script(user[ask_chars : ask_chars * 4])}",
         f"system:{bool(system)}",
