@@ -14,18 +14,15 @@ the code alone.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import platform
-import subprocess
-import sys
 import sysconfig
-import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+from code_at import module_at
 from specgate.controllers.classifier import classification_text
 from specgate.runtime.classifier_files import BUNDLED_MODEL, HELD_OUT_DATA, load_model
 
@@ -42,18 +39,7 @@ def measure(model, bodies: list[dict], repeat: int) -> np.ndarray:  # type: igno
 
 def classifier_at(rev: str) -> ModuleType:
     """The classifier module as it was at git revision `rev`, imported under a name of its own."""
-    root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(
-        ["git", "show", f"{rev}:controllers/classifier.py"], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-    path = Path(tempfile.mkdtemp()) / "classifier_at_rev.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("classifier_at_rev", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return module_at(rev, "controllers/classifier.py", "classifier_at_rev")
 
 
 def main() -> None:

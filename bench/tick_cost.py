@@ -2,9 +2,13 @@
 computes every pool's route schedules. Also the admin view of every pool (`/admin/pools/{pool}/schedules`: fresh
 schedules and the route-blind vLLM table, computed on request). Pure CPU, no engine.
 
-    python bench/tick_cost.py --routes 100 --pools 10 --repeat 30
+    python bench/tick_cost.py --routes 100 --pools 10 --repeat 60 [--baseline-code REV] [--evidence 1]
 
-Prints the median and the 10th-90th percentile of each, over `--repeat` ticks after a warm-up.
+Before each tick (untimed) every route gets `--evidence` finished requests, as on a busy gateway: each tick then
+works on fresh estimates and refits the pools' step times. Prints the median and the 10th-90th percentile of each,
+over `--repeat` ticks after a warm-up. With `--baseline-code REV` the controller, schedule solver and step-time
+model of git revision REV run beside today's on the same inputs, taking turns tick by tick (order swapped each
+tick), and the ratio of the medians is printed.
 """
 
 from __future__ import annotations
@@ -13,18 +17,42 @@ import argparse
 import random
 import statistics
 import time
+from types import ModuleType
 
-from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
+from code_at import module_at
+from specgate.controllers import controller
 from specgate.controllers.observations import Observation, SpecStats
 
 
-def _controller(routes: int, pools: int, rng: random.Random) -> SpeculationController:
-    pool_specs = [PoolSpec(f"p{i}", 4, "gpu") for i in range(pools)]
-    route_specs = [RouteSpec(f"r{i}", f"p{i % pools}", 0, 4) for i in range(routes)]
-    ctl = SpeculationController(ControllerSettings(min_dwell_s=0.0), route_specs, pool_specs)
-    for i in range(routes):
-        alpha = rng.uniform(0.2, 0.9)
-        for _ in range(20):
+def controller_at(rev: str) -> ModuleType:
+    """controllers/controller.py as it was at `rev`, using that revision's schedule solver and step-time model."""
+    module_at(rev, "controllers/schedule.py", "schedule_at_rev")
+    module_at(rev, "controllers/cost_model.py", "cost_model_at_rev")
+    rewrite = {
+        "from specgate.controllers.schedule import": "from schedule_at_rev import",
+        "from specgate.controllers.cost_model import": "from cost_model_at_rev import",
+    }
+    return module_at(rev, "controllers/controller.py", "controller_at_rev", rewrite)
+
+
+def _controller(
+    routes: int, pools: int, rng: random.Random, code: ModuleType = controller
+) -> controller.SpeculationController:
+    pool_specs = [code.PoolSpec(f"p{i}", 4, "gpu") for i in range(pools)]
+    route_specs = [code.RouteSpec(f"r{i}", f"p{i % pools}", 0, 4) for i in range(routes)]
+    ctl = code.SpeculationController(code.ControllerSettings(min_dwell_s=0.0), route_specs, pool_specs)
+    alphas = [rng.uniform(0.2, 0.9) for _ in range(routes)]
+    ctl.bench_alphas = alphas  # type: ignore[attr-defined]  # what `_observe` draws each route's answers from
+    _observe(ctl, pools, rng, 1.0, 20)
+    return ctl
+
+
+def _observe(ctl: controller.SpeculationController, pools: int, rng: random.Random, now: float, per_route: int) -> None:
+    """`per_route` finished requests of every route (40 verify steps each at k = 4): between two ticks of a busy
+    gateway every route has some, so each tick works on fresh evidence (without any, routes go stale after
+    `stale_after_s` and a tick stops solving: a longer run would time the wrong thing)."""
+    for i, alpha in enumerate(ctl.bench_alphas):  # type: ignore[attr-defined]
+        for _ in range(per_route):
             hist = [0] * 5
             for _ in range(40):
                 j = 0
@@ -32,13 +60,14 @@ def _controller(routes: int, pools: int, rng: random.Random) -> SpeculationContr
                     j += 1
                 hist[j] += 1
             accepted = sum(j * n for j, n in enumerate(hist))
+            spec = SpecStats(160, accepted, 40, tuple(hist))
             obs = Observation(
                 f"r{i}",
                 f"p{i % pools}",
                 "e",
                 4,
                 "engine",
-                SpecStats(160, accepted, 40, tuple(hist)),
+                spec,
                 10,
                 40 + accepted,
                 0.01,
@@ -47,8 +76,7 @@ def _controller(routes: int, pools: int, rng: random.Random) -> SpeculationContr
                 True,
                 0.5,
             )
-            ctl.observe(obs, 1.0)
-    return ctl
+            ctl.observe(obs, now)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -60,29 +88,49 @@ def main() -> None:
     ap.add_argument("--routes", type=int, default=100)
     ap.add_argument("--pools", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--baseline-code", metavar="REV", help="also time the controller of git revision REV, in turns")
+    ap.add_argument(
+        "--evidence",
+        type=int,
+        default=1,
+        help="finished requests per route before each tick (0: none, so fits stay cached and routes go stale after "
+        "stale_after_s: keep --repeat under ~25 then)",
+    )
     args = ap.parse_args()
-    rng = random.Random(1)
-    ctl = _controller(args.routes, args.pools, rng)
-    ticks: list[float] = []
-    schedules: list[float] = []
+    codes = {"today": controller}
+    if args.baseline_code:
+        codes[f"at {args.baseline_code}"] = controller_at(args.baseline_code)
+    # The same routes and evidence for each code (same seed), the same loads tick by tick.
+    controllers = {name: _controller(args.routes, args.pools, random.Random(1), code) for name, code in codes.items()}
+    evidence = {name: random.Random(3) for name in codes}
+    loads = random.Random(2)
+    ticks: dict[str, list[float]] = {name: [] for name in codes}
+    views: dict[str, list[float]] = {name: [] for name in codes}
     now = 2.0
     for i in range(args.repeat + 3):
-        batches = {f"p{p}": rng.uniform(1, 64) for p in range(args.pools)}
-        started = time.perf_counter()
-        ctl.tick(now, batches)
-        mid = time.perf_counter()
-        for p in range(args.pools):
-            ctl.schedules(f"p{p}")
-        done = time.perf_counter()
-        if i >= 3:
-            ticks.append(1000 * (mid - started))
-            schedules.append(1000 * (done - mid))
+        batches = {f"p{p}": loads.uniform(1, 64) for p in range(args.pools)}
+        order = list(controllers.items())
+        for name, ctl in order if i % 2 == 0 else order[::-1]:
+            _observe(ctl, args.pools, evidence[name], now - 1.0, args.evidence)
+            started = time.perf_counter()
+            ctl.tick(now, batches)
+            mid = time.perf_counter()
+            for p in range(args.pools):
+                ctl.schedules(f"p{p}")
+            done = time.perf_counter()
+            if i >= 3:
+                ticks[name].append(1000 * (mid - started))
+                views[name].append(1000 * (done - mid))
         now += 2.0
-    for name, values in (("tick", ticks), ("admin schedules view of every pool", schedules)):
-        print(
-            f"{args.routes} routes x {args.pools} pools, {name}: median {statistics.median(values):.2f} ms "
-            f"[p10 {_pct(values, 0.1):.2f} - p90 {_pct(values, 0.9):.2f}] over {len(values)}"
-        )
+    for name in codes:
+        for what, values in (("tick", ticks[name]), ("admin schedules view of every pool", views[name])):
+            print(
+                f"{name}: {args.routes} routes x {args.pools} pools, {what}: median {statistics.median(values):.2f} "
+                f"ms [p10 {_pct(values, 0.1):.2f} - p90 {_pct(values, 0.9):.2f}] over {len(values)}"
+            )
+    if len(codes) > 1:
+        (today, base) = (statistics.median(ticks[name]) for name in codes)
+        print(f"tick today / at {args.baseline_code}: {today / base:.2f}")
 
 
 if __name__ == "__main__":

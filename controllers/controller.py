@@ -40,9 +40,8 @@ from specgate.controllers.schedule import (
     Gain,
     PoolProblem,
     batch_table,
-    pool_schedules,
+    plan_schedules,
     route_schedules,
-    schedule_gains,
 )
 from specgate.controllers.step_evidence import interval_sample
 
@@ -225,6 +224,8 @@ class SpeculationController:
     _shares: dict[str, float] = field(init=False)
     # Each route's expected lengths, computed once per tick (None outside a tick: status views read them fresh).
     _lengths_cache: dict[str, tuple[float, ...]] | None = field(init=False, default=None)
+    # Each route as the optimiser saw it this tick, for the lookup at the current load (which reads no bounds).
+    _states_cache: dict[str, RouteState] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._pools = {p.name: p for p in self.pools}
@@ -310,9 +311,12 @@ class SpeculationController:
     def _state(self, rt: _RouteRuntime, k_min: int, k_max: int) -> RouteState:
         """The route as the optimiser sees it: batch share, bounds, expected lengths (pessimistic), SLO."""
         share = self._weight(rt, self.now) or 1e-6
-        return RouteState(
+        state = RouteState(
             rt.spec.name, share, k_min, k_max, self._lengths(rt), rt.spec.tpot_slo_s, self._proposal_rate(rt)
         )
+        if self._states_cache is not None:
+            self._states_cache[rt.spec.name] = state
+        return state
 
     def observe_steps(
         self, pool: str, iterations: float, request_steps: float, itl_sum_s: float, draft_tokens: float, now: float
@@ -482,11 +486,11 @@ class SpeculationController:
         since the last tick, when its engines report one."""
         self.now = now
         self.ticks += 1
-        self._lengths_cache = {}
+        self._lengths_cache, self._states_cache = {}, {}
         try:
             return self._tick(now, pool_batch, pool_kv or {})
         finally:
-            self._lengths_cache = None
+            self._lengths_cache = self._states_cache = None
 
     def _tick(
         self, now: float, pool_batch: Mapping[str, float | None], pool_kv: Mapping[str, KvReading]
@@ -557,7 +561,8 @@ class SpeculationController:
             k = self._clamp(rt.spec, k_at(rt.schedule, b))
             moved = moved or k != rt.k
             rt.k = k
-        states = [self._state(rt, rt.k, rt.k) for rt in members]
+        cache = self._states_cache or {}
+        states = [cache.get(rt.spec.name) or self._state(rt, rt.k, rt.k) for rt in members]
         now_eval = evaluate(states, {rt.spec.name: rt.k for rt in members}, float(b), self._cost[pool.name].predict)
         for rt in members:
             rt.speedup = now_eval.speedup[rt.spec.name]
@@ -591,11 +596,18 @@ class SpeculationController:
             previous = {rt.spec.name: rt.schedule for rt in members}
             plans.append((pool, members, batch, forced, PoolProblem(states, self._cost[pool.name].predict, previous)))
         problems = [plan[4] for plan in plans]
-        step_many = stacked_predictor([self._cost[plan[0].name] for plan in plans])
-        fresh = pool_schedules(problems, step_many=step_many)
-        gains = schedule_gains(problems, fresh, step_many=step_many)
+        models = [self._cost[plan[0].name] for plan in plans]
+        # One pool a tick searches its step-time shape (the one longest due), the rest refit the shape they have:
+        # a search costs ~30 solves, so ten pools searching at once would be most of a tick.
+        due = [m.pending_search() for m in models]
+        turn = max(range(len(models)), key=due.__getitem__) if any(due) else -1
+        for n, model in enumerate(models):
+            model.refit(search=n == turn)
+        step_many = stacked_predictor(models)
         records: list[DecisionRecord] = []
-        for (pool, members, batch, forced, problem), new, gain in zip(plans, fresh, gains, strict=True):
+        for (pool, members, batch, forced, problem), (new, gain) in zip(
+            plans, plan_schedules(problems, step_many=step_many), strict=True
+        ):
             records += self._adopt_schedules(pool, members, batch, forced, problem, new, gain, now)
         return records
 

@@ -13,8 +13,10 @@ verify tokens are free, which is where speculation pays best. t4: a drafter that
 per step (an EAGLE head's forward pass: 2.1 ms on an H100 in SpecDecode-Bench's predictor), whatever k.
 
 c and the knee enter non-linearly. They start from the prior's; once the window holds samples over a spread of
-batch sizes (`shape_min_samples`), each fit also tries every (c, knee) of a small grid and keeps the one with the
-least weighted error, if it beats the prior's shape by `shape_margin` (noise alone must not move it). Per-request
+batch sizes (`shape_min_samples`), a fit also tries every (c, knee) of a small grid and keeps the one with the
+least weighted error, if it beats the prior's shape by `shape_margin` (noise alone must not move it). That search
+runs again once a tenth of the window is new (and the control loop lets one pool search per tick); fits in between
+keep the shape found and refit the coefficients. Per-request
 samples (end-to-end time over steps, against the batch at dispatch) are too noisy for that; the engine's own step
 counters over a scrape interval (controllers/step_evidence.py) are not. Measured in the simulator on the H100
 profile: with c fixed at 1 the fit charged a draft token what a whole request costs there, and the controller
@@ -31,7 +33,6 @@ prior keeps unexcited directions where they were, and the coefficients are kept 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -82,6 +83,8 @@ DRAFTERS: dict[str, tuple[float, float]] = {
 # The shapes a fit may try besides the prior's (controllers/cost_model.py's docstring).
 _DRAFT_COST_GRID: tuple[float, ...] = (0.1, 0.2, 0.33, 0.5, 0.75, 1.0)
 _KNEE_GRID: tuple[float, ...] = (0.0, 16.0, 32.0, 64.0, 128.0)
+# The shape is searched again once the window has taken in a tenth of its length in new samples.
+_SEARCH_EVERY = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,36 +126,63 @@ class StepCostModel:
         self.theta = self.prior.copy()
         self._coef = self._floats(self.theta)
         self._floor = 0.25 * float(self.prior[0])
-        self._window: deque[tuple[float, float, float, float]] = deque(maxlen=window)
+        # The last `window` samples (batch, kbar, kmax, step_s), a ring: row `_next` is the oldest once full.
+        self._ring = np.empty((window, 4), dtype=np.float64)
+        self._held = 0
+        self._next = 0
         self._decay = 0.5 ** (1.0 / half_life_samples)
         self._prior_weight = prior_weight
         self._dirty = False
         self._quality = 0.0
         self.samples = 0
+        # `samples` when the shape was last searched.
+        self._searched_at = 0
 
     def update(self, s: StepSample) -> None:
         if not (s.step_s > 0 and math.isfinite(s.step_s) and s.batch >= 1 and s.kbar >= 0 and s.kmax >= 0):
             return
-        self._window.append((s.batch, s.kbar, s.kmax, s.step_s))
+        self._ring[self._next] = (s.batch, s.kbar, s.kmax, s.step_s)
+        self._next = (self._next + 1) % len(self._ring)
+        self._held = min(self._held + 1, len(self._ring))
         self.samples += 1
         self._dirty = True
 
-    def _fit(self) -> None:
+    def pending_search(self) -> int:
+        """New samples since the shape was last searched, once a search is due (the window has taken in a tenth of
+        its length since); 0 while none is."""
+        new = self.samples - self._searched_at
+        return new if self._held and new >= max(1, self._held // _SEARCH_EVERY) else 0
+
+    def refit(self, search: bool) -> None:
+        """Fit now if there is anything new, searching the shape grid only if `search` (the control loop lets one
+        pool search per tick: a search is ~30 solves, ~2.5 ms on this machine, where a refit of the current shape
+        is one)."""
+        if self._dirty or (search and self.pending_search()):
+            self._fit(search)
+
+    def _fit(self, search: bool | None = None) -> None:
+        """Ridge fit of the coefficients; the shape (c, knee) searched over the grid when `search` (None: when a
+        search is due), kept as found by the last search otherwise, the prior's without a spread of batch sizes."""
         self._dirty = False
-        if not self._window:
+        if not self._held:
             return
-        data = np.array(self._window)
+        data = self._samples()
         y = data[:, 3]
         w = self._decay ** np.arange(len(data) - 1, -1, -1)
         # Relative errors matter, not absolute ones: weigh each sample by 1 / its step time squared.
         w = w / np.maximum(y, 1e-6) ** 2
-        best = self._solve(data, y, w, *self.prior_shape)
-        if best is not None and self._shape_spread(data):
-            for c in _DRAFT_COST_GRID:
-                for knee in _KNEE_GRID:
-                    trial = self._solve(data, y, w, c, knee)
-                    if trial is not None and trial[1] < best[1] * (1 - self._shape_margin):
-                        best = trial
+        spread = self._shape_spread(data)
+        if search is None:
+            search = self.pending_search() > 0
+        if spread and not search:
+            best = self._solve(data, y, w, [(self.draft_cost, self.knee)])[0]
+        else:
+            self._searched_at = self.samples
+            shapes = [self.prior_shape, *((c, knee) for c in _DRAFT_COST_GRID for knee in _KNEE_GRID)]
+            best, *trials = self._solve(data, y, w, shapes if spread else shapes[:1])
+            for trial in trials:
+                if best is not None and trial is not None and trial[1] < best[1] * (1 - self._shape_margin):
+                    best = trial
         if best is None:
             return
         theta, error, shape = best
@@ -161,6 +191,12 @@ class StepCostModel:
         self.draft_cost, self.knee = shape
         self._quality = float(max(0.0, min(1.0, 1.0 - error)))
 
+    def _samples(self) -> Floats:
+        """The window's samples, oldest first."""
+        if self._held < len(self._ring):
+            return self._ring[: self._held]
+        return np.concatenate([self._ring[self._next :], self._ring[: self._next]])
+
     def _shape_spread(self, data: Floats) -> bool:
         """Enough samples, over batch sizes that differ by at least 2x: a shape is only visible across load."""
         if len(data) < self._shape_min_samples:
@@ -168,30 +204,41 @@ class StepCostModel:
         return bool(np.max(data[:, 0]) >= 2 * np.min(data[:, 0]))
 
     def _solve(
-        self, data: Floats, y: Floats, w: Floats, c: float, knee: float
-    ) -> tuple[Floats, float, tuple[float, float]] | None:
-        """Ridge fit of (t0, t1, t3, t4) for one shape: (theta, relative RMS error, shape), None if singular."""
-        tokens = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)
+        self, data: Floats, y: Floats, w: Floats, shapes: Sequence[tuple[float, float]]
+    ) -> list[tuple[Floats, float, tuple[float, float]] | None]:
+        """Ridge fit of (t0, t1, t3, t4) for each shape (c, knee): (theta, relative RMS error, shape), None where
+        singular. All shapes in one batch of array operations (only the tokens column differs between them)."""
+        c = np.array([shape[0] for shape in shapes])[:, None]
+        knee = np.array([shape[1] for shape in shapes])[:, None]
+        tokens = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)  # (shape, sample)
         drafting = (data[:, 2] > 0).astype(np.float64)
-        x = np.column_stack([np.ones(len(data)), tokens, data[:, 2], drafting])
+        x = np.empty((len(shapes), len(data), 4))
+        x[:, :, 0], x[:, :, 1], x[:, :, 2], x[:, :, 3] = 1.0, tokens, data[:, 2], drafting
         xs = x * self._scale
         # The floor (t0) is the best-known number (every low-load period shows it) and is anchored harder;
         # the per-token slope is what load reveals, and moves freely. The drafter's fixed cost is told apart from
         # the floor only by steps without drafts: with few of those it stays at its prior (0).
         seen = min(float(drafting.mean()), 1.0 - float(drafting.mean()))
         t4_pull = 1.0 if seen >= 0.1 else 1e6
-        a = xs.T @ (xs * w[:, None]) + self._prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0, t4_pull])
-        b = xs.T @ (w * (y - x @ self.prior))
+        a = xs.transpose(0, 2, 1) @ (xs * w[:, None]) + self._prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0, t4_pull])
+        b = (xs.transpose(0, 2, 1) @ (w * (y - x @ self.prior))[:, :, None])[:, :, 0]
         try:
-            delta = np.linalg.solve(a, b)
+            deltas = np.linalg.solve(a, b[:, :, None])[:, :, 0]
         except np.linalg.LinAlgError:
-            return None
-        theta = np.maximum(0.0, self.prior + delta * self._scale)
-        if not np.all(np.isfinite(theta)):
-            return None
-        rel = (x @ theta - y) / np.maximum(y, 1e-6)
-        error = math.sqrt(float(np.average(rel * rel, weights=w * y * y)))
-        return theta, error, (c, knee)
+            if len(shapes) == 1:
+                return [None]
+            # One singular shape fails the whole batch: solve them one by one.
+            return [self._solve(data, y, w, [shape])[0] for shape in shapes]
+        theta = np.maximum(0.0, self.prior + deltas * self._scale)
+        rel = ((x @ theta[:, :, None])[:, :, 0] - y) / np.maximum(y, 1e-6)
+        weights = w * y * y
+        errors = np.sqrt((rel * rel) @ weights / weights.sum())
+        return [
+            (theta[n], float(errors[n]), (float(shapes[n][0]), float(shapes[n][1])))
+            if np.all(np.isfinite(theta[n]))
+            else None
+            for n in range(len(shapes))
+        ]
 
     @staticmethod
     def _floats(theta: Floats) -> tuple[float, float, float, float]:
@@ -236,7 +283,7 @@ class StepCostModel:
     def fit_quality(self) -> float:
         if self._dirty:
             self._fit()
-        return self._quality if self._window else 0.0
+        return self._quality if self._held else 0.0
 
 
 def stacked_predictor(

@@ -1,7 +1,8 @@
 """k as a function of batch size: per-route schedules, and the route-blind table a stock vLLM takes. Pure.
 
 At each batch size B of a grid, the routes of a pool get the goodput-optimal k jointly (controllers/policy.py)
-from their measured acceptance and the pool's fitted step time. The result, per route, is a schedule
+from their measured acceptance and the pool's fitted step time, every pool and batch size in one numpy solve
+(controllers/joint_k.py). The result, per route, is a schedule
 `((1, k1), (B2, k2), ...)`: k from each listed batch size up to the next. The scheduler plugin looks it up at
 every engine step (backends/spec_cap.py has the wire format).
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from specgate.controllers.joint_k import TOL, GroupStepTime, PoolArrays, hull_starts, polish, score
 from specgate.controllers.k_schedule import Schedule, compress, on_grid
 from specgate.controllers.policy import RouteState, StepTime, evaluate
 
@@ -27,21 +29,20 @@ __all__ = [
     "VectorStepTime",
     "batch_table",
     "joint_optima",
+    "plan_schedules",
     "pool_schedules",
     "route_schedules",
     "schedule_gains",
 ]
 
+# Rounds of single-move ascent from a neighbouring batch size's answer (controllers/joint_k.py's polish).
+_NEIGHBOUR_ROUNDS = 3
 # Batch sizes at which k is decided; between two of them the smaller one's k holds.
 BATCH_GRID: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 Floats = npt.NDArray[np.float64]
 # The step time over arrays of (batch, mean k, largest k), elementwise with broadcasting.
 VectorStepTime = Callable[[Floats, Floats, Floats], Floats]
-# The same for rows of several pools: the first array says which pool (by index) each row is.
-GroupStepTime = Callable[[npt.NDArray[np.int64], Floats, Floats, Floats], Floats]
-
-_TOL = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,200 +54,16 @@ class PoolProblem:
     previous: Mapping[str, Schedule] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """One problem: pool number `group` at batch size number `j` (of `batches`), starting from `ks`."""
-
-    group: int
-    j: int
-    ks: tuple[int, ...]
-
-
-class _Pools:
-    """The routes of every pool as arrays, padded to the largest pool with share-0 routes fixed at k = 0: built once
-    per solve and shared by its problem sets (each row of those picks its pool's slice)."""
-
-    def __init__(self, groups: Sequence[Sequence[RouteState]]) -> None:
-        self.width = max(len(routes) for routes in groups)
-        self.k1 = k1 = max(r.k_max for routes in groups for r in routes) + 1
-        per_group = []
-        for routes in groups:
-            total = sum(r.share for r in routes) or 1.0
-            pad = self.width - len(routes)
-            per_group.append(
-                (
-                    [r.share / total for r in routes] + [0.0] * pad,
-                    [[r.lengths[min(k, len(r.lengths) - 1)] for k in range(k1)] for r in routes] + [[1.0] * k1] * pad,
-                    [[r.k_min <= k <= r.k_max for k in range(k1)] for r in routes]
-                    + [[k == 0 for k in range(k1)]] * pad,
-                    [r.share > 0 for r in routes] + [False] * pad,
-                    [r.tpot_slo_s if r.tpot_slo_s else np.inf for r in routes] + [np.inf] * pad,
-                    [r.share / total * r.proposal_rate for r in routes] + [0.0] * pad,
-                )
-            )
-        self.w = np.array([g[0] for g in per_group], dtype=np.float64)
-        self.tab = np.array([g[1] for g in per_group], dtype=np.float64)
-        self.allowed = np.array([g[2] for g in per_group], dtype=bool)
-        self.live = np.array([g[3] for g in per_group], dtype=bool)
-        self.target = np.array([g[4] for g in per_group], dtype=np.float64)
-        # A route's weight in the mean drafts per step: its share times its proposal rate.
-        self.wq = np.array([g[5] for g in per_group], dtype=np.float64)
-
-
-class _Problems:
-    """Many independent joint choices (one per pool, batch size and starting point) solved in lockstep with numpy.
-
-    The control loop needs every pool's optimum at every batch size of the grid each tick; a pure-Python
-    coordinate ascent per (pool, batch size, start) costs ~0.4 ms each, ~150 ms per tick for 10 pools
-    (bench/tick_cost.py). Here a row is one problem; routes are padded to the largest pool with share-0 routes
-    fixed at k = 0, so one pass over route slots moves every pool's routes at once."""
-
-    def __init__(self, pools: _Pools, rows: Sequence[_Row], batches: Floats, step: GroupStepTime) -> None:
-        self.step = step
-        index = np.array([row.group for row in rows], dtype=np.int64)
-        self.w = pools.w[index]
-        self.tab = pools.tab[index]
-        self.allowed = pools.allowed[index]
-        self.live = pools.live[index]
-        self.target = pools.target[index]
-        self.wq = pools.wq[index]
-        self.has_slo = bool(np.isfinite(self.target).any())
-        self.unsettled = np.empty(0, dtype=np.int64)
-        self.group = index
-        self.batch = batches[np.array([row.j for row in rows], dtype=np.int64)]
-        self.karange = np.arange(pools.k1, dtype=np.float64)
-        width = pools.width
-        self.ks = np.array([row.ks + (0,) * (width - len(row.ks)) for row in rows], dtype=np.int64)
-
-    def _lengths(self, ks: npt.NDArray[np.int64]) -> Floats:
-        rows = np.arange(len(ks))[:, None]
-        return np.asarray(self.tab[rows, np.arange(ks.shape[1])[None, :], ks], dtype=np.float64)
-
-    def _totals(self, ks: npt.NDArray[np.int64]) -> tuple[Floats, Floats, Floats]:
-        num = (self._lengths(ks) * self.w).sum(axis=1)
-        kbar = (ks * self.wq).sum(axis=1)
-        kmax = np.where(self.live, ks, 0).max(axis=1).astype(np.float64)
-        return num, kbar, kmax
-
-    def _violation(self, step: Floats, lengths: Floats) -> Floats:
-        """SLO violation summed over routes; `step` (P, ...) and `lengths` (P, ..., R) broadcast."""
-        if not self.has_slo:
-            return np.zeros(step.shape, dtype=np.float64)
-        target = self.target.reshape(self.target.shape[0], *([1] * (lengths.ndim - 2)), self.target.shape[1])
-        tpot = step[..., None] / lengths
-        return np.asarray((np.maximum(0.0, tpot - target) / target).sum(axis=-1), dtype=np.float64)
-
-    def score(self) -> tuple[Floats, Floats]:
-        """(SLO violation, goodput) of each row's starting ks, as they stand: no ascent."""
-        num, kbar, kmax = self._totals(self.ks)
-        step = self.step(self.group, self.batch, kbar, kmax)
-        return self._violation(step, self._lengths(self.ks)), self.batch * num / step
-
-    def solve(self, sweeps: int = 6) -> tuple[npt.NDArray[np.int64], Floats, Floats]:
-        """Coordinate ascent from the starts: each route slot in turn takes its best k given the others (fewest SLO
-        violations, then most goodput), until nothing moves. Returns ks, violation, goodput per row.
-
-        Rows are independent problems: a row that made no move in a whole sweep is at its fixed point and would
-        make none later, so each sweep runs only on the rows that moved in the one before (the same answers, a
-        fraction of the work once most rows have settled)."""
-        ks = self.ks
-        active = np.arange(len(ks))
-        for _ in range(sweeps):
-            part = self if len(active) == len(ks) else self._rows(active)
-            moved = part._sweep(part.ks)
-            ks[active] = part.ks
-            active = active[moved]
-            if not len(active):
-                break
-        self.unsettled = active  # rows the sweep limit stopped before their fixed point
-        num, kbar, kmax = self._totals(ks)
-        step = self.step(self.group, self.batch, kbar, kmax)
-        return ks, self._violation(step, self._lengths(ks)), self.batch * num / step
-
-    def _rows(self, index: npt.NDArray[np.int64]) -> _Problems:
-        """The same problems restricted to the rows `index` (their ks copied)."""
-        part = object.__new__(_Problems)
-        part.step, part.has_slo, part.karange = self.step, self.has_slo, self.karange
-        for name in ("w", "tab", "allowed", "live", "target", "wq", "group", "batch", "ks"):
-            setattr(part, name, getattr(self, name)[index])
-        return part
-
-    def _sweep(self, ks: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-        """One pass over the route slots, moving `ks` in place; which rows moved."""
-        p, width = ks.shape
-        rows = np.arange(p)
-        b = self.batch[:, None]
-        moved = np.zeros(p, dtype=bool)
-        num, kbar, _ = self._totals(ks)
-        free = (self.allowed.sum(axis=2) > 1).any(axis=0).tolist()  # slots where some row has a choice
-        for i in range(width):
-            if not free[i]:
-                continue
-            allowed = self.allowed[:, i, :]
-            masked = np.where(self.live, ks, 0)
-            masked[:, i] = 0
-            others = masked.max(axis=1)[:, None]
-            cur = ks[:, i]
-            w, wq = self.w[:, i], self.wq[:, i]
-            tab = self.tab[:, i, :]
-            t_num = (num - w * tab[rows, cur])[:, None] + w[:, None] * tab
-            t_kbar = (kbar - wq * cur)[:, None] + wq[:, None] * self.karange[None, :]
-            t_kmax = np.where(self.live[:, i, None], np.maximum(others, self.karange[None, :]), others + 0.0)
-            step = self.step(self.group, b, t_kbar, t_kmax)
-            good = b * t_num / step
-            cur_g = good[rows, cur]
-            if self.has_slo:
-                lengths = np.repeat(self._lengths(ks)[:, None, :], len(self.karange), axis=1)
-                lengths[:, :, i] = tab
-                viol = np.where(allowed, self._violation(step, lengths), np.inf)
-                vmin = viol.min(axis=1)
-                fit = allowed & (viol <= vmin[:, None] + _TOL)
-                pick = np.where(fit, good, -np.inf).argmax(axis=1)
-                cur_v, new_v = viol[rows, cur], viol[rows, pick]
-                new_g = good[rows, pick]
-                better = np.where(np.abs(new_v - cur_v) > _TOL, new_v < cur_v, new_g > cur_g * (1 + _TOL))
-            else:
-                # No SLO anywhere: goodput alone decides (the common case; half the work).
-                masked_good = np.where(allowed, good, -np.inf)
-                pick = masked_good.argmax(axis=1)
-                better = masked_good[rows, pick] > cur_g * (1 + _TOL)
-            if better.any():
-                ks[better, i] = pick[better]
-                num, kbar, _ = self._totals(ks)
-                moved |= better
-        return moved
-
-
-def _better(v1: float, g1: float, v0: float, g0: float) -> bool:
-    return v1 < v0 - _TOL or (abs(v1 - v0) <= _TOL and g1 > g0 * (1 + _TOL))
-
-
-def _best_rows(
-    rows: Sequence[_Row], violation: Floats, goodput: Floats, ks: npt.NDArray[np.int64]
-) -> dict[tuple[int, int], tuple[int, ...]]:
-    """Per (pool number, batch size number): the ks of the best row (fewest SLO violations, then most goodput)."""
-    best: dict[tuple[int, int], int] = {}
-    vs, gs = violation.tolist(), goodput.tolist()
-    for i, row in enumerate(rows):
-        key = (row.group, row.j)
-        b = best.get(key)
-        if b is None or _better(vs[i], gs[i], vs[b], gs[b]):
-            best[key] = i
-    table: list[list[int]] = ks.tolist()
-    return {key: tuple(table[i]) for key, i in best.items()}
-
-
 def joint_optima(
     problems: Sequence[PoolProblem],
     batches: Sequence[float],
     starts: Sequence[Sequence[Mapping[str, int]] | None] | None = None,
     step_many: GroupStepTime | None = None,
 ) -> list[list[dict[str, int]]]:
-    """For each pool, the joint goodput-optimal k of its routes at each batch size of `batches`: coordinate ascent
-    (controllers/policy.py's objective) from all-off, from all-max and, when given, from `starts[pool][j]` for
-    `batches[j]`; the best kept (the routes interact through the step time, and the largest k's drafting cost
-    couples them, so one start can stop at a local optimum). `step_many(group, batch, kbar, kmax)` is the step
-    time of pool number `group` over arrays; each pool's scalar step time, vectorised, when not given."""
+    """For each pool, the joint goodput-optimal k of its routes at each batch size of `batches`
+    (controllers/joint_k.py: Lagrangian starts polished by single-move ascent), also ascending from
+    `starts[pool][j]` for `batches[j]` when given. `step_many(group, batch, kbar, kmax)` is the step time of pool
+    number `group` over arrays; each pool's scalar step time, vectorised, when not given."""
     clamped = [
         None if starts is None or starts[i] is None else [_clamp(pr.routes, start) for start in starts[i] or ()]
         for i, pr in enumerate(problems)
@@ -261,45 +78,112 @@ def _joint_optima(
     step_many: GroupStepTime | None,
 ) -> list[list[dict[str, int]]]:
     """`joint_optima` with each start given as the routes' ks in order, within their bounds."""
-    g = len(batches)
     out: list[list[dict[str, int]]] = [[{} for _ in batches] for _ in problems]
     live = [i for i, pr in enumerate(problems) if pr.routes]
-    if not live or not g:
+    if not live or not batches:
         return out
     step = step_many or _grouped([pr.step_time for pr in problems])
-    batch = np.asarray(batches, dtype=np.float64)
-    first: list[_Row] = []
-    for i in live:
-        routes = problems[i].routes
-        origins = [tuple(r.k_min for r in routes), tuple(r.k_max for r in routes)]
-        own = starts[i]
-        for j in range(g):
-            mine = origins + ([own[j]] if own is not None else [])
-            first += [_Row(i, j, ks) for ks in dict.fromkeys(mine)]
-    unsettled: set[tuple[int, int]] = set()
-    pools = _Pools([pr.routes for pr in problems])
-    answers = _run(pools, first, batch, step, unsettled=unsettled)
-    if g > 1:
-        # Each batch size's answer is a start for its neighbours (what a sequential pass over the grid gets for
-        # free): a lockstep ascent from all-off alone stops at (high-acceptance route on, others off) where the
-        # cheaper route on wins, near a knee. Only starts that differ from the answer are run again.
-        second = [
-            _Row(i, j, answers[(i, n)])
-            for i in live
-            for j in range(g)
-            for n in {max(0, j - 1), min(g - 1, j + 1)}
-            if answers[(i, n)] != answers[(i, j)]
-        ]
-        if second:
-            # An answer is a fixed point unless a row of its (pool, batch size) hit the sweep limit: only those run
-            # again from where they stopped (conservatively, the whole cell).
-            again = [_Row(i, j, answers[(i, j)]) for i in live for j in range(g) if (i, j) in unsettled]
-            settled = [_Row(i, j, answers[(i, j)]) for i in live for j in range(g) if (i, j) not in unsettled]
-            answers = _run(pools, second + again, batch, step, settled)
+    best = _solve(PoolArrays([pr.routes for pr in problems]), live, batches, starts, step).ks.tolist()
     for i in live:
         names = [r.name for r in problems[i].routes]
-        out[i] = [dict(zip(names, answers[(i, j)], strict=False)) for j in range(g)]
+        out[i] = [dict(zip(names, best[i][j], strict=False)) for j in range(len(batches))]
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Best:
+    """The best ks found per (pool number, batch size number), with their SLO violation and goodput."""
+
+    ks: npt.NDArray[np.int64]  # (pool, batch size, slot)
+    violation: Floats  # (pool, batch size)
+    goodput: Floats
+
+
+def _solve(
+    pools: PoolArrays,
+    live: Sequence[int],
+    batches: Sequence[float],
+    starts: Sequence[Sequence[tuple[int, ...]] | None],
+    step: GroupStepTime,
+) -> _Best:
+    """The best ks found at each batch size of `batches` for the pools `live` (controllers/joint_k.py)."""
+    g = len(batches)
+    batch = np.asarray(batches, dtype=np.float64)
+    hull = hull_starts(pools, batch, step)  # (start, pool, batch size, slot)
+    pool_ids = np.asarray(live, dtype=np.int64)
+    cell_group, cell_index = np.repeat(pool_ids, g), np.tile(np.arange(g, dtype=np.int64), len(live))
+    group, index, ks = cell_group, cell_index, hull[0, cell_group, cell_index]
+    for extra in hull[1:]:
+        # Another start per cell, where it differs from the first.
+        other = extra[cell_group, cell_index]
+        at = np.flatnonzero((other != ks[: len(cell_group)]).any(axis=1))
+        group, index = np.concatenate([group, cell_group[at]]), np.concatenate([index, cell_index[at]])
+        ks = np.concatenate([ks, other[at]])
+    # The schedules in force are one more start (where they are a local optimum too, staying costs nothing); where
+    # the Lagrangian gave the same (the usual case once settled) it is not run twice.
+    held = [i for i in live if starts[i] is not None]
+    if held:
+        before = np.stack([_padded(starts[i] or (), pools.width) for i in held])  # (pool, batch size, slot)
+        differ = (before != hull[0][held]).any(axis=2)
+        at, j = np.nonzero(differ)
+        group = np.concatenate([group, np.asarray(held, dtype=np.int64)[at]])
+        index = np.concatenate([index, j])
+        ks = np.concatenate([ks, before[at, j]])
+    best = _cells(pools, group, index, *polish(pools, group, batch[index], ks, step), g)
+    if g > 1:
+        # Each batch size's answer is a start for its neighbours (what a sequential pass over the grid gets for
+        # free): near a knee one cell's ascent can stop where its neighbour's answer is better. A few rounds only:
+        # a start that needs more is far from this cell's optimum and seldom beats it (measured: docs/controller.md).
+        rows = []
+        for shift in (-1, 1):
+            j = np.arange(max(0, -shift), g - max(0, shift))
+            near = best.ks[pool_ids][:, j + shift]  # (pool, batch size, slot): the neighbour's answer
+            at, n = np.nonzero((near != best.ks[pool_ids][:, j]).any(axis=2))
+            rows.append((pool_ids[at], j[n], near[at, n]))
+        group = np.concatenate([r[0] for r in rows])
+        if len(group):
+            index = np.concatenate([r[1] for r in rows])
+            ks = np.concatenate([r[2] for r in rows])
+            ks, violation, goodput = polish(pools, group, batch[index], ks, step, _NEIGHBOUR_ROUNDS)
+            # Judged together with the answers so far, each a row of its own cell.
+            here, j = np.repeat(pool_ids, g), np.tile(np.arange(g, dtype=np.int64), len(live))
+            best = _cells(
+                pools,
+                np.concatenate([here, group]),
+                np.concatenate([j, index]),
+                np.concatenate([best.ks[here, j], ks]),
+                np.concatenate([best.violation[here, j], violation]),
+                np.concatenate([best.goodput[here, j], goodput]),
+                g,
+            )
+    return best
+
+
+def _cells(
+    pools: PoolArrays,
+    group: npt.NDArray[np.int64],
+    index: npt.NDArray[np.int64],
+    ks: npt.NDArray[np.int64],
+    violation: Floats,
+    goodput: Floats,
+    g: int,
+) -> _Best:
+    """The best row per (pool number, batch size number): fewest SLO violations, then most goodput (the first row
+    among equals)."""
+    order = np.lexsort((np.arange(len(group)), -goodput, violation, index, group))
+    key = (group * g + index)[order]
+    first = order[np.concatenate([[True], key[1:] != key[:-1]])]
+    out_ks = np.zeros((len(pools.w), g, pools.width), dtype=np.int64)
+    out_v = np.full((len(pools.w), g), np.inf)
+    out_g = np.full((len(pools.w), g), -np.inf)
+    out_ks[group[first], index[first]] = ks[first]
+    out_v[group[first], index[first]] = violation[first]
+    out_g[group[first], index[first]] = goodput[first]
+    return _Best(out_ks, out_v, out_g)
+
+
+def _padded(starts: Sequence[tuple[int, ...]], width: int) -> npt.NDArray[np.int64]:
+    return np.array([start + (0,) * (width - len(start)) for start in starts], dtype=np.int64).reshape(-1, width)
 
 
 def _on_grid(
@@ -317,34 +201,6 @@ def _on_grid(
 
 def _clamp(routes: Sequence[RouteState], start: Mapping[str, int]) -> tuple[int, ...]:
     return tuple(min(max(start.get(r.name, r.k_min), r.k_min), r.k_max) for r in routes)
-
-
-def _run(
-    pools: _Pools,
-    rows: list[_Row],
-    batch: Floats,
-    step: GroupStepTime,
-    settled: Sequence[_Row] = (),
-    unsettled: set[tuple[int, int]] | None = None,
-) -> dict[tuple[int, int], tuple[int, ...]]:
-    """The best row per (pool, batch size) after solving `rows`; `settled` rows are answers already (fixed points of
-    the ascent): scored as they stand, the same figures an ascent from them would end with, and compared after.
-    `unsettled` collects the (pool, batch size) of rows the sweep limit stopped short."""
-    solver = _Problems(pools, rows, batch, step)
-    ks, violation, goodput = solver.solve()
-    if settled:
-        fixed = _Problems(pools, settled, batch, step)
-        v, g = fixed.score()
-        ks, violation, goodput = (
-            np.concatenate([ks, fixed.ks]),
-            np.concatenate([violation, v]),
-            np.concatenate([goodput, g]),
-        )
-        rows = [*rows, *settled]
-    best = _best_rows(rows, violation, goodput, ks)
-    if unsettled is not None:
-        unsettled.update({(rows[int(n)].group, rows[int(n)].j) for n in solver.unsettled})
-    return best
 
 
 def _grouped(step_times: Sequence[StepTime]) -> GroupStepTime:
@@ -367,13 +223,49 @@ def pool_schedules(
 ) -> list[Mapping[str, Schedule]]:
     """Each pool's route schedules: each route's goodput-optimal k at every batch size of `grid` (jointly for the
     routes sharing the pool, within each route's bounds; a route with k_min == k_max is pinned)."""
+    return [fresh for fresh, _ in plan_schedules(problems, grid, step_many)]
+
+
+def plan_schedules(
+    problems: Sequence[PoolProblem], grid: Sequence[int] = BATCH_GRID, step_many: GroupStepTime | None = None
+) -> list[tuple[Mapping[str, Schedule], Gain | None]]:
+    """What each tick needs per pool: the fresh schedules (`pool_schedules`) and how much they gain over the pool's
+    `previous` ones (`schedule_gains`; None without routes or previous schedules). One set of arrays and one solve
+    serve both: the fresh schedules' figures are the solver's own."""
     sizes = sorted(set(grid))
-    starts = [_on_grid(pr.routes, pr.previous, sizes) if pr.previous and pr.routes else None for pr in problems]
-    best = _joint_optima(problems, [float(b) for b in sizes], starts, step_many)
-    return [
-        {r.name: compress([(b, answer[j][r.name]) for j, b in enumerate(sizes)]) for r in pr.routes}
-        for pr, answer in zip(problems, best, strict=True)
-    ]
+    g = len(sizes)
+    live = [i for i, pr in enumerate(problems) if pr.routes]
+    if not live or not g:
+        return [({r.name: compress([]) for r in pr.routes}, None) for pr in problems]
+    # The schedules in force, read at each batch size: a start for the solver and the figures to beat.
+    held = {
+        i: _on_grid(problems[i].routes, problems[i].previous or {}, sizes)
+        for i in live
+        if problems[i].previous is not None
+    }
+    starts = [held.get(i) if pr.previous else None for i, pr in enumerate(problems)]
+    step = step_many or _grouped([pr.step_time for pr in problems])
+    pools = PoolArrays([pr.routes for pr in problems])
+    best = _solve(pools, live, [float(b) for b in sizes], starts, step)
+    chosen: list[list[list[int]]] = best.ks.tolist()
+    before: tuple[Floats, Floats] | None = None
+    if held:
+        group = np.repeat(np.asarray(list(held), dtype=np.int64), g)
+        batch = np.tile(np.asarray(sizes, dtype=np.float64), len(held))
+        before = score(pools, group, batch, _padded([row for rows in held.values() for row in rows], pools.width), step)
+    out: list[tuple[Mapping[str, Schedule], Gain | None]] = []
+    place = {i: n for n, i in enumerate(held)}
+    for i, pr in enumerate(problems):
+        if not pr.routes:
+            out.append(({}, None))
+            continue
+        fresh = {r.name: compress([(b, chosen[i][j][n]) for j, b in enumerate(sizes)]) for n, r in enumerate(pr.routes)}
+        gain = None
+        if before is not None and i in place:
+            span = slice(place[i] * g, (place[i] + 1) * g)
+            gain = _gain(sizes, before[0][span], before[1][span], best.violation[i], best.goodput[i])
+        out.append((fresh, gain))
+    return out
 
 
 def route_schedules(
@@ -412,29 +304,33 @@ def schedule_gains(
     if not live or not grid:
         return out
     sizes = sorted(set(grid))
-    rows: list[_Row] = []
+    group: list[int] = []
+    starts: list[tuple[int, ...]] = []
     for i in live:
         pr = problems[i]
         assert pr.previous is not None
         for schedules in (pr.previous, fresh[i]):
-            rows += [_Row(i, j, at) for j, at in enumerate(_on_grid(pr.routes, schedules, sizes))]
+            at = _on_grid(pr.routes, schedules, sizes)
+            group += [i] * len(at)
+            starts += at
     step = step_many or _grouped([pr.step_time for pr in problems])
-    violation, goodput = _Problems(
-        _Pools([pr.routes for pr in problems]), rows, np.asarray(sizes, dtype=np.float64), step
-    ).score()
+    pools = PoolArrays([pr.routes for pr in problems])
     g = len(sizes)
+    batch = np.tile(np.asarray(sizes, dtype=np.float64), 2 * len(live))
+    violation, goodput = score(pools, np.array(group, dtype=np.int64), batch, _padded(starts, pools.width), step)
     for n, i in enumerate(live):
-        old = slice(2 * n * g, (2 * n + 1) * g)
-        new = slice((2 * n + 1) * g, (2 * n + 2) * g)
-        ratio = goodput[new] / np.maximum(goodput[old], 1e-12) - 1.0
-        best = int(np.argmax(ratio))
-        gained = float(ratio[best]) > 0.0
-        out[i] = Gain(
-            float(ratio[best]) if gained else 0.0,
-            sizes[best] if gained else 1,
-            bool((violation[new] < violation[old] - _TOL).any()),
-        )
+        old, new = slice(2 * n * g, (2 * n + 1) * g), slice((2 * n + 1) * g, (2 * n + 2) * g)
+        out[i] = _gain(sizes, violation[old], goodput[old], violation[new], goodput[new])
     return out
+
+
+def _gain(sizes: Sequence[int], old_v: Floats, old_g: Floats, new_v: Floats, new_g: Floats) -> Gain:
+    """New against old figures at each batch size of `sizes`: the largest relative goodput gain, where it is, and
+    whether the new break fewer SLOs somewhere."""
+    ratio = new_g / np.maximum(old_g, 1e-12) - 1.0
+    best = int(np.argmax(ratio))
+    gained = float(ratio[best]) > 0.0
+    return Gain(float(ratio[best]) if gained else 0.0, sizes[best] if gained else 1, bool((new_v < old_v - TOL).any()))
 
 
 def batch_table(

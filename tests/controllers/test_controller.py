@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
-from specgate.controllers.cost_model import StepCostModel
+from specgate.controllers.cost_model import StepCostModel, StepSample
 from specgate.controllers.k_schedule import k_at as schedule_k
 from specgate.controllers.observations import Observation, SpecStats
 from specgate.controllers.schedule import BATCH_GRID
@@ -401,3 +401,23 @@ def test_the_proposal_rate_can_be_turned_off() -> None:
     assert c.estimator("r", "p").proposal_rate() < 0.5  # measured all the same
     assert c._state(c._routes["r"], 0, 4).proposal_rate == 1.0
     assert controller()._proposal_rate(controller()._routes["r"]) == 1.0  # no evidence yet: 1 either way
+
+
+def test_one_pool_a_tick_searches_its_step_time_shape() -> None:
+    """Three pools whose step-time windows all call for a shape search: each tick one searches (the most overdue),
+    the others refit the shape they have, so no tick pays for every pool's ~30 solves at once."""
+    pools = [PoolSpec(name, 4, "gpu") for name in ("a", "b", "c")]
+    ctl = SpeculationController(
+        ControllerSettings(min_dwell_s=0.0), [RouteSpec(f"r{p.name}", p.name, 0, 4) for p in pools], pools
+    )
+    rng = random.Random(3)
+    for n, pool in enumerate(pools):
+        model = ctl.cost_model(pool.name)
+        for _ in range(100 + 10 * n):  # c has the most new samples, then b
+            b = rng.uniform(1, 128)
+            model.update(StepSample(b, 1.0, 4.0, 0.01 + 0.0002 * b))
+    due = []
+    for t in (2.0, 4.0, 6.0):
+        ctl.tick(t, {p.name: 8.0 for p in pools})
+        due.append([ctl.cost_model(p.name).pending_search() > 0 for p in pools])
+    assert due == [[True, True, False], [True, False, False], [False, False, False]]

@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS, StepCostModel, StepSample
 
@@ -243,3 +244,52 @@ def test_the_speculation_method_sets_what_drafting_costs() -> None:
     per_k, fixed = DRAFTERS["draft_model"]
     assert draft.predict(4, 0, 4) - draft.predict(4, 0, 0) == pytest.approx(4 * per_k * t0 + fixed * t0)
     assert plain.predict(4, 0, 4) - plain.predict(4, 0, 0) == pytest.approx(4 * PRIORS["gpu"][2])
+
+
+def _spread_samples(model: StepCostModel, n: int, rng: random.Random) -> None:
+    for _ in range(n):
+        b, kbar = rng.uniform(1, 128), rng.choice([0.0, 0.0, 1.0, 2.5, 4.0])
+        kmax = 0.0 if kbar == 0 else 5.0
+        model.update(StepSample(b, kbar, kmax, h100_eagle(b, kbar, kmax) * rng.uniform(0.97, 1.03)))
+
+
+def test_the_shape_is_searched_again_once_a_tenth_of_the_window_is_new() -> None:
+    """A search is ~30 solves: between searches a refit keeps the shape found and moves the coefficients only."""
+    rng = random.Random(5)
+    model = StepCostModel("gpu")
+    _spread_samples(model, 300, rng)
+    found, before = model.shape, model.coefficients()
+    assert found != model.prior_shape and model.pending_search() == 0  # the first fit searched
+    _spread_samples(model, 29, rng)
+    assert model.pending_search() == 0  # 29 new of 329: not yet
+    model.refit(search=False)
+    assert model.shape == found and model.coefficients() != before  # refitted, same shape
+    _spread_samples(model, 10, rng)
+    assert model.pending_search() == 39  # 39 new >= 338 // 10
+    model.refit(search=False)  # not its turn: still due afterwards
+    assert model.shape == found and model.pending_search() == 39
+    model.refit(search=True)
+    assert model.pending_search() == 0
+
+
+def test_one_batched_solve_gives_what_each_shape_gives_alone() -> None:
+    rng = random.Random(7)
+    model = StepCostModel("gpu")
+    _spread_samples(model, 200, rng)
+    data = model._samples()
+    y = data[:, 3]
+    w = 0.999 ** np.arange(len(data) - 1, -1, -1) / y**2
+    shapes = [(1.0, 64.0), (0.1, 0.0), (0.33, 16.0), (0.75, 128.0)]
+    together = model._solve(data, y, w, shapes)
+    for shape, fit in zip(shapes, together, strict=True):
+        (alone,) = model._solve(data, y, w, [shape])
+        assert fit is not None and alone is not None
+        assert np.allclose(fit[0], alone[0], rtol=1e-9) and fit[1] == pytest.approx(alone[1], rel=1e-9)
+        assert fit[2] == shape
+
+
+def test_the_window_is_a_ring_that_keeps_the_newest_in_order() -> None:
+    model = StepCostModel("gpu", window=4)
+    for i in range(1, 7):
+        model.update(StepSample(i, 0, 0, 0.01 * i))
+    assert model._samples()[:, 0].tolist() == [3, 4, 5, 6] and model.samples == 6

@@ -160,30 +160,3 @@ def test_schedule_gains_skip_pools_without_routes_or_history() -> None:
     route = RouteState("r", 1.0, 0, 4, lengths(0.7))
     empty, fresh = PoolProblem([], gpu_like, {}), PoolProblem([route], gpu_like, None)
     assert schedule_gains([empty, fresh], [{}, {"r": ((1, 2),)}]) == [None, None]
-
-
-def test_rows_resume_where_the_sweep_limit_stopped_them() -> None:
-    """The solver drops rows that made no move in a sweep (fixed points) and reports those the limit stopped: run
-    again from where they stopped, they end where an unlimited ascent ends."""
-    import numpy as np
-    from specgate.controllers.schedule import _Pools, _Problems, _Row
-
-    routes = [RouteState(f"r{i}", 1.0 / (i + 1), 0, 4, lengths(0.95 - 0.12 * i)) for i in range(6)]
-    batches = np.array([1.0, 8.0, 24.0, 64.0])
-
-    def step(group: np.ndarray, b: np.ndarray, kbar: np.ndarray, kmax: np.ndarray) -> np.ndarray:
-        return np.asarray(0.012 + 0.0003 * np.maximum(0.0, b * (1 + kbar) - 64) + 0.0002 * kmax, dtype=np.float64)
-
-    def problems() -> _Problems:
-        return _Problems(_Pools([routes]), [_Row(0, j, (0,) * 6) for j in range(4)], batches, step)
-
-    full = problems()
-    ks_full, _, good_full = full.solve()
-    assert len(full.unsettled) == 0
-    short = problems()
-    ks_short, _, _ = short.solve(sweeps=1)
-    assert len(short.unsettled) > 0  # from all-off, one sweep is not enough here
-    resumed = _Problems(_Pools([routes]), [_Row(0, int(n), tuple(ks_short[n])) for n in short.unsettled], batches, step)
-    ks_again, _, good_again = resumed.solve()
-    for row, n in enumerate(short.unsettled):
-        assert tuple(ks_again[row]) == tuple(ks_full[n]) and good_again[row] == good_full[n]

@@ -1,0 +1,228 @@
+"""The joint choice of k for the routes of many pools at many batch sizes, in numpy. Pure.
+
+Each (pool, batch size) is one problem (controllers/policy.py's objective): maximise goodput
+B * sum_r w_r L_r(k_r) / T(B, kbar, kmax) with kbar = sum_r w_r q_r k_r and kmax the largest k of a route with
+traffic, fewest SLO violations first. It is solved in two moves:
+
+1. **Starts from the Lagrangian.** Fix the largest k at M and price a unit of mean drafts at mu: each route then
+   takes its own argmax of w_r L_r(k) - mu w_r q_r k (separable). Every M and every mu at which some route's choice
+   changes (the slopes of its tokens per draft) gives one candidate per pool, whatever the batch size; each
+   (pool, batch size) keeps its best candidate. When T is linear in kbar and non-decreasing in kmax, the best
+   candidate is the exact optimum (tests/controllers/test_joint_k.py checks it against exhaustive search): the
+   optimum x* with kmax = M* is feasible under the cap M*, Dinkelbach's argument puts the optimum of that
+   linear-fractional problem on the cap's candidates (E[L(k)] is concave, so the slopes are its hull's), and a
+   candidate whose kmax is below M* only steps faster. Past a knee (T flat, then linear: a knapsack below it) and
+   under SLOs it is a start, not an answer.
+2. **Single-move ascent.** From each start (and the schedules in force, and each batch size's neighbours' answers),
+   the best single change of one route's k is taken while it helps, every row in lockstep: all rows' moves are
+   scored in one array pass per round, so the cost is a few numpy calls per round, not per route.
+
+It replaced a coordinate ascent (Gauss-Seidel sweeps from all-off, all-max and the schedules in force); measured in
+docs/controller.md (bench/solver_quality.py, bench/tick_cost.py): better answers in ~3-4% of cells, worse in
+~0.1-0.2%; exhaustive search better in 0-2 of ~2,000 cells against 40-50; and several times cheaper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from specgate.controllers.policy import RouteState
+
+__all__ = ["GroupStepTime", "PoolArrays", "hull_starts", "polish", "score"]
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+# The step time over arrays of (batch, mean k, largest k), for rows of several pools: the first array says which
+# pool (by index) each row (leading axis) is.
+GroupStepTime = Callable[[Ints, Floats, Floats, Floats], Floats]
+
+TOL = 1e-9
+# A price of drafts above every slope: every route at its cheapest k.
+_PRICE_CEILING = 1e12
+# Relative distance above a slope at which it is priced: far above rounding (1e-16), far below any real gap.
+_NUDGE = 1e-9
+
+
+class PoolArrays:
+    """The routes of every pool as arrays (pool, route slot, k), padded to the largest pool with share-0 routes fixed
+    at k = 0. A pool without routes is all padding."""
+
+    def __init__(self, groups: Sequence[Sequence[RouteState]]) -> None:
+        n = len(groups)
+        self.width = width = max(1, max((len(routes) for routes in groups), default=0))
+        self.k1 = k1 = max((r.k_max for routes in groups for r in routes), default=0) + 1
+        # One flat list per field, route by route (pool by pool); padding slots take the defaults set below.
+        at = [p * width + i for p, routes in enumerate(groups) for i in range(len(routes))]
+        routes = [r for group in groups for r in group]
+        totals = [sum(r.share for r in group) or 1.0 for group in groups]
+        share = np.zeros(n * width)
+        share[at] = [r.share / totals[p] for p, group in enumerate(groups) for r in group]
+        rate = np.zeros(n * width)
+        rate[at] = [r.proposal_rate for r in routes]
+        target = np.full(n * width, np.inf)
+        target[at] = [r.tpot_slo_s or np.inf for r in routes]
+        tab = np.ones((n * width, k1))
+        # E[L(k)] for every k a route may take (a short table holds its last value beyond its end).
+        tab[at] = [(*r.lengths[:k1], *(r.lengths[-1:] * max(0, k1 - len(r.lengths)))) for r in routes]
+        low, high = np.zeros(n * width, dtype=np.int64), np.zeros(n * width, dtype=np.int64)
+        low[at] = [r.k_min for r in routes]
+        high[at] = [r.k_max for r in routes]
+        ks = np.arange(k1)
+        self.w = share.reshape(n, width)
+        self.tab = tab.reshape(n, width, k1)
+        self.allowed = ((ks >= low[:, None]) & (ks <= high[:, None])).reshape(n, width, k1)
+        self.live = (share > 0).reshape(n, width)
+        self.target = target.reshape(n, width)
+        # A route's weight in the mean drafts per step: its share times its proposal rate.
+        self.wq = (share * rate).reshape(n, width)
+        self.has_slo = bool(np.isfinite(self.target).any())
+
+
+def _violation(step: Floats, lengths: Floats, target: Floats) -> Floats:
+    """SLO violation summed over the last axis: TPOT = step / length against each route's target."""
+    return np.asarray((np.maximum(0.0, step[..., None] / lengths - target) / target).sum(axis=-1), dtype=np.float64)
+
+
+def _pick(violation: Floats | None, goodput: Floats) -> Ints:
+    """Per row (leading axes), the index along the last axis with the fewest SLO violations, then the most goodput."""
+    if violation is not None:
+        least = violation.min(axis=-1, keepdims=True)
+        goodput = np.where(violation <= least + TOL, goodput, -np.inf)
+    return np.asarray(goodput.argmax(axis=-1), dtype=np.int64)
+
+
+def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
+    """Per pool and batch size of `batch`, the best Lagrangian candidates: ks of shape (starts, pools, batch sizes,
+    slots). One start without SLOs; with SLOs also the candidate with the most goodput whatever its violations (the
+    Lagrangian does not price violations: the ascent from there often ends better than from the fewest violations,
+    measured: docs/controller.md)."""
+    g, width, k1 = pools.tab.shape
+    ks_axis = np.arange(k1)
+    w, wq, tab, live = pools.w, pools.wq, pools.tab, pools.live
+    # Prices: 0, one above all, and every slope of a route's tokens per unit of mean drafts between consecutive k
+    # (E[L(k)] is concave: its increments are survival probabilities, so these are its hull's slopes, the only prices
+    # where its choice changes). Each slope is taken a hair above itself, where the route already prefers the smaller
+    # k (at the slope itself the two tie, and rounding would pick either), so each interval between two slopes is
+    # represented by a price inside it.
+    rate = np.where(w > 0, wq / np.where(w > 0, w, 1.0), 0.0)
+    slopes = np.diff(tab, axis=2) / np.maximum(rate, 1e-12)[:, :, None] * (1 + _NUDGE)
+    prices = np.concatenate([np.zeros((g, 1)), slopes.reshape(g, -1), np.full((g, 1), _PRICE_CEILING)], axis=1)
+    # Route slot first and k outermost: the running argmax over k and the sums over routes below are then
+    # elementwise operations on whole arrays, not reductions along a short last axis (several times faster).
+    tokens = np.moveaxis(w[:, :, None] * tab, (0, 1, 2), (2, 1, 0))[..., None]  # (k, slot, pool, 1)
+    drafts = (wq.T[None, :, :, None] * ks_axis[:, None, None, None]) * prices[None, None, :, :]
+    allowed = np.moveaxis(pools.allowed, (0, 1, 2), (2, 1, 0))[..., None]
+    value = np.where(allowed, tokens - drafts, -np.inf)  # (k, slot, pool, price)
+    # Each route's best k among k <= M for every M at once: a running argmax over k (the first maximum wins).
+    top, arg = value[0], np.zeros(value.shape[1:], dtype=np.int64)
+    upto = [arg]
+    for k in range(1, k1):
+        rises = value[k] > top
+        top, arg = np.where(rises, value[k], top), np.where(rises, k, arg)
+        upto.append(arg)
+    # Under a cap M a route's choice depends only on the slopes below M: a price from a slope at or above M gives
+    # the same candidate as the next price down. The (M, price) pairs kept are the same for every pool.
+    position = np.concatenate([[-1], np.tile(np.arange(k1 - 1), width), [-1]])  # each price's slope position
+    cap, price = np.nonzero(position[None, :] < np.arange(k1)[:, None])
+    # A live route is capped at M; one without traffic takes its best k whatever M.
+    stacked = np.stack(upto)[cap, :, :, price]  # (candidate, slot, pool)
+    ks = np.moveaxis(np.where(live.T[None], stacked, arg[:, :, price].transpose(2, 0, 1)), 0, 2)  # (slot, pool, cand)
+    # M is feasible when every live route has an allowed k <= M.
+    reach = np.asarray((np.logical_or.accumulate(pools.allowed, axis=2) | ~live[:, :, None]).all(axis=1))  # (pool, M)
+    ok = reach[:, cap]  # (pool, candidate)
+    flat = (np.arange(g)[None, :, None] * width + np.arange(width)[:, None, None]) * k1
+    lengths = np.take(tab, flat + ks)  # (slot, pool, candidate)
+    num = (lengths * w.T[:, :, None]).sum(axis=0)
+    kbar = (ks * wq.T[:, :, None]).sum(axis=0)
+    kmax = np.where(live.T[:, :, None], ks, 0).max(axis=0).astype(np.float64)
+    b = batch[None, :, None]
+    steps = step(np.arange(g, dtype=np.int64), b, kbar[:, None, :], kmax[:, None, :])  # (pool, batch, candidate)
+    goodput = np.where(ok[:, None, :], b * num[:, None, :] / steps, -np.inf)
+    best = [_pick(None, goodput)]  # (pool, batch)
+    if pools.has_slo:
+        violation = _violation(steps, np.moveaxis(lengths, 0, 2)[:, None], pools.target[:, None, None, :])
+        best.insert(0, _pick(np.where(ok[:, None, :], violation, np.inf), goodput))
+    chosen = [np.take_along_axis(ks[:, :, None, :], pick[None, :, :, None], axis=3)[..., 0] for pick in best]
+    return np.asarray(np.moveaxis(np.stack(chosen), 1, 3), dtype=np.int64)  # (start, pool, batch, slot)
+
+
+def score(pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, step: GroupStepTime) -> tuple[Floats, Floats]:
+    """(SLO violation, goodput) of each row: pool number `group`, batch size `batch`, the routes' `ks` (rows, slots)."""
+    lengths = pools.tab[group[:, None], np.arange(ks.shape[1])[None, :], ks]
+    num = (lengths * pools.w[group]).sum(axis=1)
+    kbar = (ks * pools.wq[group]).sum(axis=1)
+    kmax = np.where(pools.live[group], ks, 0).max(axis=1).astype(np.float64)
+    steps = step(group, batch, kbar, kmax)
+    if pools.has_slo:
+        violation = _violation(steps, lengths, pools.target[group])
+    else:
+        violation = np.zeros(len(ks), dtype=np.float64)
+    return violation, batch * num / steps
+
+
+def polish(
+    pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, step: GroupStepTime, limit: int = 0
+) -> tuple[Ints, Floats, Floats]:
+    """Single-move ascent from each row's `ks` (rows, slots): each round every row takes its best change of one
+    route's k (fewest SLO violations, then most goodput) if it beats where the row stands; rows that did not move
+    are at their fixed point and drop out. Returns the ks, violation and goodput of every row. `limit` bounds the
+    rounds (default: enough for every slot to walk its whole range)."""
+    ks = ks.copy()
+    width, k1 = pools.tab.shape[1:]
+    karange = np.arange(k1, dtype=np.float64)
+    active = np.arange(len(ks))
+    for _ in range(limit or width * k1 + 1):
+        if not len(active):
+            break
+        moved, slot, k = _best_moves(pools, group[active], batch[active], ks[active], karange, step)
+        rows = active[moved]
+        ks[rows, slot[moved]] = k[moved]
+        active = rows
+    violation, goodput = score(pools, group, batch, ks, step)
+    return ks, violation, goodput
+
+
+def _best_moves(
+    pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, karange: Floats, step: GroupStepTime
+) -> tuple[npt.NDArray[np.bool_], Ints, Ints]:
+    """For each row, its best single move (slot, k) and whether it improves on the row as it stands."""
+    n, width = ks.shape
+    k1 = len(karange)
+    rows = np.arange(n)
+    w, wq, tab, live = pools.w[group], pools.wq[group], pools.tab[group], pools.live[group]
+    lengths = tab[rows[:, None], np.arange(width)[None, :], ks]
+    num = (lengths * w).sum(axis=1)
+    kbar = (ks * wq).sum(axis=1)
+    masked = np.where(live, ks, 0)
+    ranked = np.sort(masked, axis=1)
+    top = ranked[:, -1:]
+    second = ranked[:, -2:-1] if width > 1 else np.zeros((n, 1), dtype=masked.dtype)
+    others = np.where(masked == top, second, top)[:, :, None].astype(np.float64)  # largest k of the other slots
+    t_num = (num[:, None] - w * lengths)[:, :, None] + w[:, :, None] * tab
+    t_kbar = (kbar[:, None] - wq * ks)[:, :, None] + wq[:, :, None] * karange
+    t_kmax = np.where(live[:, :, None], np.maximum(others, karange), others)
+    b = batch[:, None, None]
+    steps = step(group, b, t_kbar, t_kmax)  # (row, slot, k)
+    allowed = pools.allowed[group]
+    goodput = np.where(allowed, b * t_num / steps, -np.inf).reshape(n, -1)
+    here_step = step(group, batch, kbar, top[:, 0].astype(np.float64))
+    here_good = batch * num / here_step
+    if pools.has_slo:
+        target = pools.target[group]
+        # Every route's violation at each trial's step time with today's lengths, then the moved route's own term.
+        each = np.maximum(0.0, steps[..., None] / lengths[:, None, None, :] - target[:, None, None, :])
+        each = each / target[:, None, None, :]
+        own_now = np.take_along_axis(each, np.broadcast_to(np.arange(width)[None, :, None, None], (n, width, k1, 1)), 3)
+        own_new = np.maximum(0.0, steps / tab - target[:, :, None]) / target[:, :, None]
+        violation = np.where(allowed, each.sum(axis=3) - own_now[..., 0] + own_new, np.inf).reshape(n, -1)
+        pick = _pick(violation, goodput)
+        here_v = _violation(here_step, lengths, target)
+        new_v, new_g = violation[rows, pick], goodput[rows, pick]
+        better = np.where(np.abs(new_v - here_v) > TOL, new_v < here_v, new_g > here_good * (1 + TOL))
+    else:
+        pick = _pick(None, goodput)
+        better = goodput[rows, pick] > here_good * (1 + TOL)
+    slot, k = np.divmod(pick, k1)
+    return better, slot, k
