@@ -207,38 +207,93 @@ class StepCostModel:
         self, data: Floats, y: Floats, w: Floats, shapes: Sequence[tuple[float, float]]
     ) -> list[tuple[Floats, float, tuple[float, float]] | None]:
         """Ridge fit of (t0, t1, t3, t4) for each shape (c, knee): (theta, relative RMS error, shape), None where
-        singular. All shapes in one batch of array operations (only the tokens column differs between them)."""
+        singular. Only the tokens column differs between shapes, so the normal equations and the error are built
+        from weighted sums: those of the other columns once, those with the tokens column one row per shape (a
+        search of the whole grid costs a few array passes, not one least-squares problem per shape)."""
+        if len(shapes) == 1:
+            return [self._solve_one(data, y, w, *shapes[0])]
         c = np.array([shape[0] for shape in shapes])[:, None]
         knee = np.array([shape[1] for shape in shapes])[:, None]
         tokens = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)  # (shape, sample)
         drafting = (data[:, 2] > 0).astype(np.float64)
-        x = np.empty((len(shapes), len(data), 4))
-        x[:, :, 0], x[:, :, 1], x[:, :, 2], x[:, :, 3] = 1.0, tokens, data[:, 2], drafting
-        xs = x * self._scale
-        # The floor (t0) is the best-known number (every low-load period shows it) and is anchored harder;
-        # the per-token slope is what load reveals, and moves freely. The drafter's fixed cost is told apart from
-        # the floor only by steps without drafts: with few of those it stays at its prior (0).
-        seen = min(float(drafting.mean()), 1.0 - float(drafting.mean()))
-        t4_pull = 1.0 if seen >= 0.1 else 1e6
-        a = xs.transpose(0, 2, 1) @ (xs * w[:, None]) + self._prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0, t4_pull])
-        b = (xs.transpose(0, 2, 1) @ (w * (y - x @ self.prior))[:, :, None])[:, :, 0]
+        fixed = np.column_stack([np.ones(len(data)), data[:, 2], drafting])  # columns 0, 2, 3 of x
+        p = self.prior
+        r0 = y - fixed @ p[[0, 2, 3]]  # y - x @ prior = r0 - p1 * tokens
+        # u: the error's weights, w y^2 over max(y, 1e-6)^2 (each sample's relative error, weighted by w y^2).
+        u = w * y * y / np.maximum(y, 1e-6) ** 2
+        a_raw, b_raw = self._moments(fixed, tokens, w, r0, p[1])
+        g_raw, h_raw = self._moments(fixed, tokens, u, y, 0.0)
+        scale = self._scale
+        a = a_raw * np.outer(scale, scale) + self._ridge(drafting)
         try:
-            deltas = np.linalg.solve(a, b[:, :, None])[:, :, 0]
+            deltas = np.linalg.solve(a, (b_raw * scale)[:, :, None])[:, :, 0]
         except np.linalg.LinAlgError:
-            if len(shapes) == 1:
-                return [None]
             # One singular shape fails the whole batch: solve them one by one.
-            return [self._solve(data, y, w, [shape])[0] for shape in shapes]
-        theta = np.maximum(0.0, self.prior + deltas * self._scale)
-        rel = ((x @ theta[:, :, None])[:, :, 0] - y) / np.maximum(y, 1e-6)
-        weights = w * y * y
-        errors = np.sqrt((rel * rel) @ weights / weights.sum())
+            return [self._solve_one(data, y, w, *shape) for shape in shapes]
+        theta = np.maximum(0.0, p + deltas * scale)
+        # sum u (x theta - y)^2 = theta' G theta - 2 theta' h + sum u y^2, over sum w y^2.
+        spread = np.einsum("si,sij,sj->s", theta, g_raw, theta) - 2 * np.einsum("si,si->s", theta, h_raw)
+        errors = np.sqrt(np.maximum(0.0, spread + float(u @ (y * y))) / float(w @ (y * y)))
         return [
             (theta[n], float(errors[n]), (float(shapes[n][0]), float(shapes[n][1])))
             if np.all(np.isfinite(theta[n]))
             else None
             for n in range(len(shapes))
         ]
+
+    def _solve_one(
+        self, data: Floats, y: Floats, w: Floats, c: float, knee: float
+    ) -> tuple[Floats, float, tuple[float, float]] | None:
+        """`_solve` for one shape, as a plain weighted least-squares problem (cheaper than the sums for one)."""
+        tokens = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)
+        drafting = (data[:, 2] > 0).astype(np.float64)
+        x = np.column_stack([np.ones(len(data)), tokens, data[:, 2], drafting])
+        xs = x * self._scale
+        a = xs.T @ (xs * w[:, None]) + self._ridge(drafting)
+        try:
+            delta = np.linalg.solve(a, xs.T @ (w * (y - x @ self.prior)))
+        except np.linalg.LinAlgError:
+            return None
+        theta = np.maximum(0.0, self.prior + delta * self._scale)
+        if not np.all(np.isfinite(theta)):
+            return None
+        rel = (x @ theta - y) / np.maximum(y, 1e-6)
+        error = math.sqrt(float(np.average(rel * rel, weights=w * y * y)))
+        return theta, error, (float(c), float(knee))
+
+    def _ridge(self, drafting: Floats) -> Floats:
+        """The pull toward the prior, per coefficient. The floor (t0) is the best-known number (every low-load period
+        shows it) and is anchored harder; the per-token slope is what load reveals, and moves freely. The drafter's
+        fixed cost is told apart from the floor only by steps without drafts: with few of those it stays at its
+        prior (0)."""
+        seen = min(float(drafting.mean()), 1.0 - float(drafting.mean()))
+        t4_pull = 1.0 if seen >= 0.1 else 1e6
+        return self._prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0, t4_pull])
+
+    @staticmethod
+    def _moments(fixed: Floats, tokens: Floats, weight: Floats, target: Floats, slope: float) -> tuple[Floats, Floats]:
+        """Per shape, sum weight x x' (4 x 4) and sum weight x (target - slope * tokens) (4), for x = (1, tokens,
+        kmax, drafting): the fixed columns' sums once, the tokens column's one row per shape."""
+        n = len(tokens)
+        wf = fixed * weight[:, None]
+        ff = fixed.T @ wf  # (3, 3)
+        tw = tokens * weight  # (shape, sample)
+        tf = tw @ fixed  # (shape, 3): sum w t f_j
+        tt = (tw * tokens).sum(axis=1)  # sum w t^2
+        order = [0, 2, 3]  # where the fixed columns sit in x
+        m = np.zeros((n, 4, 4))
+        m[:, 0:1, 0:1] = ff[0, 0]
+        for i, xi in enumerate(order):
+            for j, xj in enumerate(order):
+                m[:, xi, xj] = ff[i, j]
+            m[:, 1, xi] = m[:, xi, 1] = tf[:, i]
+        m[:, 1, 1] = tt
+        v = np.zeros((n, 4))
+        ft = wf.T @ target  # sum w f_j target
+        for i, xi in enumerate(order):
+            v[:, xi] = ft[i] - slope * tf[:, i]
+        v[:, 1] = tw @ target - slope * tt
+        return m, v
 
     @staticmethod
     def _floats(theta: Floats) -> tuple[float, float, float, float]:
