@@ -13,8 +13,9 @@ traffic, fewest SLO violations first. It is solved in two moves:
    linear-fractional problem on the cap's candidates (E[L(k)] is concave, so the slopes are its hull's), and a
    candidate whose kmax is below M* only steps faster. Past a knee (T flat, then linear: a knapsack below it) and
    under SLOs it is a start, not an answer.
-2. **Single-move ascent.** From each start (and the schedules in force, and each batch size's neighbours' answers),
-   the best single change of one route's k is taken while it helps, every row in lockstep: all rows' moves are
+2. **Single-move ascent.** From each start (and, for a few rounds, from the schedules in force and from each batch
+   size's neighbours' answers: controllers/schedule.py), the best single change of one route's k is taken while
+   it helps, every row in lockstep: all rows' moves are
    scored in one array pass per round, so the cost is a few numpy calls per round, not per route.
 
 It replaced a coordinate ascent (Gauss-Seidel sweeps from all-off, all-max and the schedules in force); measured in

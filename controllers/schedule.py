@@ -35,8 +35,8 @@ __all__ = [
     "schedule_gains",
 ]
 
-# Rounds of single-move ascent from a neighbouring batch size's answer (controllers/joint_k.py's polish).
-_NEIGHBOUR_ROUNDS = 3
+# Rounds of single-move ascent from a neighbouring batch size's answer or the schedules in force (joint_k.polish).
+_MORE_ROUNDS = 3
 # Batch sizes at which k is decided; between two of them the smaller one's k holds.
 BATCH_GRID: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
@@ -119,43 +119,39 @@ def _solve(
         at = np.flatnonzero((other != ks[: len(cell_group)]).any(axis=1))
         group, index = np.concatenate([group, cell_group[at]]), np.concatenate([index, cell_index[at]])
         ks = np.concatenate([ks, other[at]])
-    # The schedules in force are one more start (where they are a local optimum too, staying costs nothing); where
-    # the Lagrangian gave the same (the usual case once settled) it is not run twice.
+    best = _cells(pools, group, index, *polish(pools, group, batch[index], ks, step), g)
+    # More starts, a few rounds of ascent each: each batch size's neighbours' answers (what a sequential pass over the
+    # grid gets for free: near a knee one cell's ascent can stop where its neighbour's answer is better) and the
+    # schedules in force. A start that needs more rounds is far from this cell's optimum and seldom beats it
+    # (measured: docs/controller.md); the schedules in force need no ascent to be kept (the hysteresis test
+    # compares them as they stand).
+    rows = []
+    for shift in (-1, 1) if g > 1 else ():
+        j = np.arange(max(0, -shift), g - max(0, shift))
+        near = best.ks[pool_ids][:, j + shift]  # (pool, batch size, slot): the neighbour's answer
+        at, n = np.nonzero((near != best.ks[pool_ids][:, j]).any(axis=2))
+        rows.append((pool_ids[at], j[n], near[at, n]))
     held = [i for i in live if starts[i] is not None]
     if held:
         before = np.stack([_padded(starts[i] or (), pools.width) for i in held])  # (pool, batch size, slot)
-        differ = (before != hull[0][held]).any(axis=2)
-        at, j = np.nonzero(differ)
-        group = np.concatenate([group, np.asarray(held, dtype=np.int64)[at]])
-        index = np.concatenate([index, j])
-        ks = np.concatenate([ks, before[at, j]])
-    best = _cells(pools, group, index, *polish(pools, group, batch[index], ks, step), g)
-    if g > 1:
-        # Each batch size's answer is a start for its neighbours (what a sequential pass over the grid gets for
-        # free): near a knee one cell's ascent can stop where its neighbour's answer is better. A few rounds only:
-        # a start that needs more is far from this cell's optimum and seldom beats it (measured: docs/controller.md).
-        rows = []
-        for shift in (-1, 1):
-            j = np.arange(max(0, -shift), g - max(0, shift))
-            near = best.ks[pool_ids][:, j + shift]  # (pool, batch size, slot): the neighbour's answer
-            at, n = np.nonzero((near != best.ks[pool_ids][:, j]).any(axis=2))
-            rows.append((pool_ids[at], j[n], near[at, n]))
-        group = np.concatenate([r[0] for r in rows])
-        if len(group):
-            index = np.concatenate([r[1] for r in rows])
-            ks = np.concatenate([r[2] for r in rows])
-            ks, violation, goodput = polish(pools, group, batch[index], ks, step, _NEIGHBOUR_ROUNDS)
-            # Judged together with the answers so far, each a row of its own cell.
-            here, j = np.repeat(pool_ids, g), np.tile(np.arange(g, dtype=np.int64), len(live))
-            best = _cells(
-                pools,
-                np.concatenate([here, group]),
-                np.concatenate([j, index]),
-                np.concatenate([best.ks[here, j], ks]),
-                np.concatenate([best.violation[here, j], violation]),
-                np.concatenate([best.goodput[here, j], goodput]),
-                g,
-            )
+        at, j = np.nonzero((before != best.ks[held]).any(axis=2))
+        rows.append((np.asarray(held, dtype=np.int64)[at], j, before[at, j]))
+    group = np.concatenate([r[0] for r in rows]) if rows else np.zeros(0, dtype=np.int64)
+    if len(group):
+        index = np.concatenate([r[1] for r in rows])
+        ks = np.concatenate([r[2] for r in rows])
+        ks, violation, goodput = polish(pools, group, batch[index], ks, step, _MORE_ROUNDS)
+        # Judged together with the answers so far, each a row of its own cell.
+        here, j = np.repeat(pool_ids, g), np.tile(np.arange(g, dtype=np.int64), len(live))
+        best = _cells(
+            pools,
+            np.concatenate([here, group]),
+            np.concatenate([j, index]),
+            np.concatenate([best.ks[here, j], ks]),
+            np.concatenate([best.violation[here, j], violation]),
+            np.concatenate([best.goodput[here, j], goodput]),
+            g,
+        )
     return best
 
 
