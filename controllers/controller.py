@@ -11,8 +11,9 @@ then apply the safety rules, in this order:
    `hysteresis` more goodput;  5. minimum dwell time between two changes of a route;
 6. bounded change: at most `max_step` per tick;  7. k always within the route's bounds and the pool's max.
 
-A small `explore_share` of the requests of a route below its max k run at its max k, so the acceptance
-at the positions it does not use stays known (otherwise a route switched off could never come back).
+A small `explore_share` of the requests of a route below its max k run at a higher k, so the acceptance at the
+positions it does not use stays known (otherwise a route switched off could never come back): the largest k that
+could pay at the pool's current load on the optimistic end of the route's acceptance, else one more than its k.
 The same class runs in the gateway and in the simulator.
 """
 
@@ -680,15 +681,54 @@ class SpeculationController:
 
     def _refresh_explore(self) -> bool:
         changed = False
+        pays = self._exploration_pays()
         for name, rt in self._routes.items():
             pinned = rt.admin_pin is not None or rt.spec.pin is not None
             top = self._k_max(rt.spec)
             off = self.kill_switch or pinned or not self.settings.adaptive or self.settings.explore_share <= 0
-            explore = None if off or rt.k >= top else top
+            explore = None if off or rt.k >= top else pays.get(name, top)
             if self._explore.get(name, -1) != explore:
                 self._explore[name] = explore
                 changed = True
         return changed
+
+    def _exploration_pays(self) -> dict[str, int]:
+        """Per route below its top k, at its pool's load of the last tick: the largest k at which one of its requests
+        could raise the pool's goodput if the route's acceptance were at the upper end of its interval (every draft
+        accepted where nothing is known); one more than the route's k when none could. Past a knee an explorer's
+        drafts slow every request of the batch: where even that reading says they cannot pay, exploring at the top k
+        buys evidence no schedule could use now, while one more draft keeps the next position measured (a route must
+        still see its acceptance come back). Measured in the simulator: exploration was all of specgate's loss to
+        k = 0 under high load."""
+        out: dict[str, int] = {}
+        for pool in self.pools:
+            batch = self._last_batch.get(pool.name)
+            members = [rt for rt in self._routes.values() if rt.spec.pool == pool.name]
+            if batch is None or not members:
+                continue
+            predict = self._cost[pool.name].predict
+            weights = [self._weight(rt, self.now) for rt in members]
+            total = sum(weights) or 1.0
+            rates = [self._proposal_rate(rt) for rt in members]
+            kbar = sum(w * q * rt.k for w, q, rt in zip(weights, rates, members, strict=True)) / total
+            kmax = max((rt.k for w, rt in zip(weights, members, strict=True) if w > 0), default=0)
+            lengths = [self._lengths(rt) for rt in members]
+            tokens = sum(w * ls[min(rt.k, len(ls) - 1)] for w, ls, rt in zip(weights, lengths, members, strict=True))
+            tokens /= total
+            now = tokens / predict(batch, kbar, kmax)
+            for rt, q, ls in zip(members, rates, lengths, strict=True):
+                top = self._k_max(rt.spec)
+                if rt.k >= top:
+                    continue
+                est = self.estimator(rt.spec.name, pool.name)
+                here = ls[min(rt.k, len(ls) - 1)]
+                out[rt.spec.name] = rt.k + 1
+                for k in range(top, rt.k + 1, -1):
+                    more = (est.optimistic_length(k) - here) / batch  # one request of the batch, per request
+                    if (tokens + more) / predict(batch, kbar + q * (k - rt.k) / batch, max(kmax, k)) > now:
+                        out[rt.spec.name] = k
+                        break
+        return out
 
     def explore_share(self, name: str) -> float:
         rt = self._routes[name]

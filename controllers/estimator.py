@@ -28,18 +28,32 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["AcceptanceEstimator", "wilson_lower"]
+__all__ = ["AcceptanceEstimator", "wilson_lower", "wilson_upper"]
 
 
 def wilson_lower(successes: float, trials: float, z: float) -> float:
     """Lower end of the Wilson score interval (0 with no trials); works with fractional (decayed) counts."""
     if trials <= 1e-12:  # decayed (or lent) to nothing: squaring it would underflow to a division by zero
         return 0.0
+    centre, spread = _wilson(successes, trials, z)
+    return max(0.0, centre - spread)
+
+
+def wilson_upper(successes: float, trials: float, z: float) -> float:
+    """Upper end of the Wilson score interval (1 with no trials)."""
+    if trials <= 1e-12:
+        return 1.0
+    centre, spread = _wilson(successes, trials, z)
+    return min(1.0, centre + spread)
+
+
+def _wilson(successes: float, trials: float, z: float) -> tuple[float, float]:
+    """The Wilson score interval's centre and half-width."""
     p = min(1.0, max(0.0, successes / trials))
     denom = 1.0 + z * z / trials
     centre = p + z * z / (2 * trials)
     spread = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    return max(0.0, (centre - spread) / denom)
+    return centre / denom, spread / denom
 
 
 class AcceptanceEstimator:
@@ -163,6 +177,15 @@ class AcceptanceEstimator:
                     last = a
             out.append(total)
         return tuple(out)
+
+    def optimistic_length(self, k: int) -> float:
+        """E[L(k)] on the upper end of each position's interval (a position without evidence: every draft accepted):
+        what speculation could give at best on what has been seen."""
+        total = chain = 1.0
+        for i in range(1, k + 1):
+            chain *= wilson_upper(self.passes[i], self.trials[i], self.z) if i <= self.max_k else 1.0
+            total += chain
+        return total
 
     def position_rates(self) -> list[float | None]:
         """a_i (unconditional) by position 1..max_k, point estimates; None where unknown."""

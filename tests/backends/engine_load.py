@@ -24,10 +24,19 @@ async def busy(client: httpx.AsyncClient, body: Mapping[str, Any], workers: int,
     more slowly than it finishes them, so a one-shot load may run one request after another (seen in CI: a mean batch
     of 0.996 for six "concurrent" requests) or end before the request under test runs."""
     stop = asyncio.Event()
+    dropped: list[BaseException] = []
 
     async def keep_one() -> None:
         while not stop.is_set():
-            r = await client.post("/v1/completions", json=dict(body))
+            try:
+                r = await client.post("/v1/completions", json=dict(body))
+            except httpx.TransportError as exc:
+                # A kept-alive connection the engine closed as it was reused (its keep-alive is uvicorn's 5 s, the
+                # client's idle expiry too; CI once lost a load request so, failing a test about something else):
+                # the load is scaffolding, so it is sent again, a few times at most.
+                dropped.append(exc)
+                assert len(dropped) <= 3, f"load requests failed: {dropped}"
+                continue
             assert r.status_code == 200, r.text
 
     tasks = [asyncio.create_task(keep_one()) for _ in range(workers)]

@@ -421,3 +421,27 @@ def test_one_pool_a_tick_searches_its_step_time_shape() -> None:
         ctl.tick(t, {p.name: 8.0 for p in pools})
         due.append([ctl.cost_model(p.name).pending_search() > 0 for p in pools])
     assert due == [[True, True, False], [True, False, False], [False, False, False]]
+
+
+def test_a_route_explores_at_the_largest_k_its_best_case_could_pay() -> None:
+    """An explorer's drafts cost its whole batch (verify work past the knee, and the drafter runs to the largest k).
+    A route explores at the largest k at which the upper end of its acceptance interval could pay for that at its
+    pool's load, and at one more than its k when none could, so that the next position stays measured and a
+    recovery is seen (test_rises_with_acceptance_and_falls_when_it_collapses)."""
+    rng = random.Random(11)
+    fresh = controller()
+    fresh.tick(2.0, {"p": 16.0})
+    fresh.observe(obs("r", 0, 0.5, 16, rng), 3.0)
+    fresh.tick(4.0, {"p": 16.0})
+    # Nothing measured: the best case is every draft accepted, which pays for 4 drafts at this load (one request of
+    # 16 gains 4 tokens; the gpu prior's drafter adds 13% to every step at k = 4).
+    assert fresh.table().routes["r"].explore_k == 4
+    fresh.tick(6.0, {"p": 600.0})
+    assert fresh.table().routes["r"].explore_k == 1  # not at 600: +4 tokens in 600 against +3% on every step
+    c = controller()
+    drive(c, [(0.05, 600, 60)], rng)  # acceptance measured low, at a load past the knee
+    k = c.table().k_for("r")
+    assert k == 0 and c.table().routes["r"].explore_k == k + 1
+    assert c._exploration_pays() == {"r": 1}
+    drive(c, [(0.85, 4, 60)], rng)  # it comes back, at low load: full k, nothing above to explore
+    assert c.table().k_for("r") == 4 and c.table().routes["r"].explore_k is None
