@@ -720,11 +720,11 @@ class SpeculationController:
                 top = self._k_max(rt.spec)
                 if rt.k >= top:
                     continue
-                est = self.estimator(rt.spec.name, pool.name)
+                best = self.estimator(rt.spec.name, pool.name).optimistic_lengths(top)
                 here = ls[min(rt.k, len(ls) - 1)]
                 out[rt.spec.name] = rt.k + 1
                 for k in range(top, rt.k + 1, -1):
-                    more = (est.optimistic_length(k) - here) / batch  # one request of the batch, per request
+                    more = (best[k] - here) / batch  # one request of the batch, per request
                     if (tokens + more) / predict(batch, kbar + q * (k - rt.k) / batch, max(kmax, k)) > now:
                         out[rt.spec.name] = k
                         break

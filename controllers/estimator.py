@@ -178,14 +178,16 @@ class AcceptanceEstimator:
             out.append(total)
         return tuple(out)
 
-    def optimistic_length(self, k: int) -> float:
-        """E[L(k)] on the upper end of each position's interval (a position without evidence: every draft accepted):
-        what speculation could give at best on what has been seen."""
+    def optimistic_lengths(self, k_max: int) -> tuple[float, ...]:
+        """E[L(k)] for k = 0..k_max on the upper end of each position's interval (a position without evidence: every
+        draft accepted): what speculation could give at best on what has been seen."""
+        out = [1.0]
         total = chain = 1.0
-        for i in range(1, k + 1):
+        for i in range(1, k_max + 1):
             chain *= wilson_upper(self.passes[i], self.trials[i], self.z) if i <= self.max_k else 1.0
             total += chain
-        return total
+            out.append(total)
+        return tuple(out)
 
     def position_rates(self) -> list[float | None]:
         """a_i (unconditional) by position 1..max_k, point estimates; None where unknown."""

@@ -237,3 +237,16 @@ def test_expected_lengths_in_one_pass_equal_each_expected_length(
     assert est.expected_lengths(k_max, pessimistic, prior, weight) == tuple(
         est.expected_length(k, pessimistic, prior, weight) for k in range(k_max + 1)
     )
+
+
+def test_optimistic_lengths_bound_the_estimate_from_above_and_tighten_with_evidence() -> None:
+    est = AcceptanceEstimator(4, half_life_s=0)
+    assert est.optimistic_lengths(4) == (1.0, 2.0, 3.0, 4.0, 5.0)  # nothing seen: every draft accepted
+    est.observe((6, 4), 1, 1.0)  # ten steps at k = 1, four accepted: positions 2.. unknown
+    few = est.optimistic_lengths(4)
+    assert est.expected_lengths(4, pessimistic=False)[1] < few[1] < 2.0
+    assert few[2] - few[1] == pytest.approx(few[1] - 1.0)  # an unknown position is taken as accepted
+    for _ in range(50):
+        est.observe((6, 4), 1, 1.0)
+    many = est.optimistic_lengths(4)
+    assert est.expected_lengths(4, pessimistic=False)[1] < many[1] < few[1]  # more evidence, a tighter bound
