@@ -707,11 +707,10 @@ class SpeculationController:
             if batch is None or not members:
                 continue
             predict = self._cost[pool.name].predict
+            kbar, kmax = self._pool_mix(pool.name, self.now)
             weights = [self._weight(rt, self.now) for rt in members]
             total = sum(weights) or 1.0
             rates = [self._proposal_rate(rt) for rt in members]
-            kbar = sum(w * q * rt.k for w, q, rt in zip(weights, rates, members, strict=True)) / total
-            kmax = max((rt.k for w, rt in zip(weights, members, strict=True) if w > 0), default=0)
             lengths = [self._lengths(rt) for rt in members]
             tokens = sum(w * ls[min(rt.k, len(ls) - 1)] for w, ls, rt in zip(weights, lengths, members, strict=True))
             tokens /= total

@@ -142,7 +142,7 @@ def _solve(
         ks = np.concatenate([r[2] for r in rows])
         ks, violation, goodput = polish(pools, group, batch[index], ks, step, _MORE_ROUNDS)
         # Judged together with the answers so far, each a row of its own cell.
-        here, j = np.repeat(pool_ids, g), np.tile(np.arange(g, dtype=np.int64), len(live))
+        here, j = cell_group, cell_index
         best = _cells(
             pools,
             np.concatenate([here, group]),
