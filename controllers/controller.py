@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from specgate.controllers.cost_model import StepCostModel, StepSample, stacked_predictor
+from specgate.controllers.cost_model import StepCostModel, StepSample, refit_pools, stacked_predictor
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.controllers.estimator import AcceptanceEstimator
 from specgate.controllers.k_schedule import Schedule, compress, encode, k_at
@@ -223,10 +223,14 @@ class SpeculationController:
     _explore: dict[str, int | None] = field(init=False)
     _static: dict[str, int] = field(init=False)
     _shares: dict[str, float] = field(init=False)
+    # Each pool's routes, in route order (the routes and their pools are fixed for a controller's life).
+    _members: dict[str, list[_RouteRuntime]] = field(init=False)
     # Each route's expected lengths, computed once per tick (None outside a tick: status views read them fresh).
     _lengths_cache: dict[str, tuple[float, ...]] | None = field(init=False, default=None)
     # Each route as the optimiser saw it this tick, for the lookup at the current load (which reads no bounds).
     _states_cache: dict[str, RouteState] | None = field(init=False, default=None)
+    # Each route's largest k this tick, once the KV caps are read (asked several times per route each tick).
+    _k_max_cache: dict[str, int] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._pools = {p.name: p for p in self.pools}
@@ -248,6 +252,7 @@ class SpeculationController:
             k = self._clamp(r, start)
             self._routes[r.name] = _RouteRuntime(r, k, why, schedule=((1, k),))
         self._static = {name: rt.k for name, rt in self._routes.items()}
+        self._members = {p.name: [rt for rt in self._routes.values() if rt.spec.pool == p.name] for p in self.pools}
         self._estimators = {}
         self._cost = {p.name: StepCostModel(p.prior, method=p.method) for p in self.pools}
         self._last_batch: dict[str, float] = {}
@@ -260,11 +265,17 @@ class SpeculationController:
     # -- bounds -------------------------------------------------------------------------------------
     def _k_max(self, r: RouteSpec) -> int:
         """The route's bound, the pool's max k, and the pool's KV-pressure cap while one holds (pins included)."""
+        cache = self._k_max_cache
+        if cache is not None and (hit := cache.get(r.name)) is not None:
+            return hit
         pool = self._pools.get(r.pool)
         if pool is None:
             return 0
         cap = self._kv[r.pool].cap
-        return min(r.k_max, pool.max_k, pool.max_k if cap is None else cap)
+        out = min(r.k_max, pool.max_k, pool.max_k if cap is None else cap)
+        if cache is not None:
+            cache[r.name] = out
+        return out
 
     def _k_min(self, r: RouteSpec) -> int:
         return min(r.k_min, self._k_max(r))
@@ -359,7 +370,7 @@ class SpeculationController:
         est.observe_positions([drafts, *passed[:-1]], passed, now)
 
     def _pool_kmax(self, pool: str, batch: float) -> float:
-        ks = [k_at(rt.schedule, max(1, round(batch))) for rt in self._routes.values() if rt.spec.pool == pool]
+        ks = [k_at(rt.schedule, max(1, round(batch))) for rt in self._members.get(pool, ())]
         return float(max(ks, default=0))
 
     def _weight(self, rt: _RouteRuntime, now: float) -> float:
@@ -369,13 +380,12 @@ class SpeculationController:
         return float(rt.weight * 0.5 ** (max(0.0, now - rt.weight_at) / half_life))
 
     def _pool_mix(self, pool: str, now: float) -> tuple[float, float]:
-        weights = {rt.spec.name: self._weight(rt, now) for rt in self._routes.values() if rt.spec.pool == pool}
-        members = [rt for rt in self._routes.values() if weights.get(rt.spec.name, 0.0) > 0]
-        total = sum(weights[rt.spec.name] for rt in members)
+        weighted = [(w, rt) for rt in self._members.get(pool, ()) if (w := self._weight(rt, now)) > 0]
+        total = sum(w for w, _ in weighted)
         if not total:
             return 0.0, 0.0
-        drafted = sum(weights[rt.spec.name] * rt.k * self._proposal_rate(rt) for rt in members)
-        return drafted / total, float(max(rt.k for rt in members))
+        drafted = sum(w * rt.k * self._proposal_rate(rt) for w, rt in weighted)
+        return drafted / total, float(max(rt.k for _, rt in weighted))
 
     def _proposal_rate(self, rt: _RouteRuntime) -> float:
         if not self.settings.proposal_rate:
@@ -469,7 +479,7 @@ class SpeculationController:
         """What the measurements imply at every batch size for `pool`: each route's k schedule, and the one
         route-blind table a stock engine could take (`num_speculative_tokens_per_batch_size`). Pins and bounds
         hold; the kill switch makes both all-zero."""
-        members = [rt for rt in self._routes.values() if rt.spec.pool == pool]
+        members = self._members.get(pool, [])
         states = self._states(members, {rt.spec.name: self._overridden(rt) for rt in members})
         if not states:
             return {}, []
@@ -491,7 +501,7 @@ class SpeculationController:
         try:
             return self._tick(now, pool_batch, pool_kv or {})
         finally:
-            self._lengths_cache = self._states_cache = None
+            self._lengths_cache = self._states_cache = self._k_max_cache = None
 
     def _tick(
         self, now: float, pool_batch: Mapping[str, float | None], pool_kv: Mapping[str, KvReading]
@@ -499,10 +509,11 @@ class SpeculationController:
         for name, reading in pool_kv.items():
             if name in self._kv and self.settings.kv_cap:
                 self._kv[name].observe(reading, now)
+        self._k_max_cache = {}  # the caps hold for the rest of the tick
         changes = self._schedule_pools(pool_batch, now)
         moved = False
         for pool in self.pools:
-            members = [rt for rt in self._routes.values() if rt.spec.pool == pool.name]
+            members = self._members[pool.name]
             if members:
                 moved = self._lookup(pool, members, pool_batch.get(pool.name)) or moved
         explore_changed = self._refresh_explore()
@@ -587,7 +598,7 @@ class SpeculationController:
         the last change. Kill switch, pins and stale inputs act at once, as constant schedules."""
         plans = []
         for pool in self.pools:
-            members = [rt for rt in self._routes.values() if rt.spec.pool == pool.name]
+            members = self._members[pool.name]
             if not members:
                 continue
             batch = pool_batch.get(pool.name)
@@ -602,8 +613,7 @@ class SpeculationController:
         # a search costs ~30 solves, so ten pools searching at once would be most of a tick.
         due = [m.pending_search() for m in models]
         turn = max(range(len(models)), key=due.__getitem__) if any(due) else -1
-        for n, model in enumerate(models):
-            model.refit(search=n == turn)
+        refit_pools(models, turn)
         step_many = stacked_predictor(models)
         records: list[DecisionRecord] = []
         for (pool, members, batch, forced, problem), (new, gain) in zip(
@@ -703,7 +713,7 @@ class SpeculationController:
         out: dict[str, int] = {}
         for pool in self.pools:
             batch = self._last_batch.get(pool.name)
-            members = [rt for rt in self._routes.values() if rt.spec.pool == pool.name]
+            members = self._members[pool.name]
             if batch is None or not members:
                 continue
             predict = self._cost[pool.name].predict

@@ -39,7 +39,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DRAFTERS", "DRAFT_COSTS", "KNEES", "PRIORS", "StepCostModel", "StepSample", "stacked_predictor"]
+__all__ = [
+    "DRAFTERS",
+    "DRAFT_COSTS",
+    "KNEES",
+    "PRIORS",
+    "StepCostModel",
+    "StepSample",
+    "refit_pools",
+    "stacked_predictor",
+]
 
 Floats = npt.NDArray[np.float64]
 
@@ -95,6 +104,18 @@ class StepSample:
     step_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Moments:
+    """The window's weighted moments under some shapes (rows of StepCostModel._shapes), as of sample number `at`
+    (StepCostModel._moments)."""
+
+    rows: tuple[int, ...]
+    at: int
+    moments: Floats  # (shape, 5, 5)
+    # Sample number of the last build from the whole window (folds add rounding; a rebuild now and then clears it).
+    built: int
+
+
 class StepCostModel:
     def __init__(
         self,
@@ -119,10 +140,16 @@ class StepCostModel:
             draft_cost if draft_cost is not None else (DRAFT_COSTS[prior] if isinstance(prior, str) else 1.0)
         )
         self.prior_shape = (self.draft_cost, self.knee)
+        # The shapes a fit may take: the prior's first, then the grid's. (c, knee) per row.
+        self._shapes = np.array(
+            [self.prior_shape, *((c, knee) for c in _DRAFT_COST_GRID for knee in _KNEE_GRID)], dtype=np.float64
+        )
+        self._shape_at = 0  # the current shape's row
         self._shape_min_samples = shape_min_samples
         self._shape_margin = shape_margin
         # Each coefficient is pulled toward its prior in its own units; t4's unit is a fraction of the intercept.
         self._scale = np.maximum(np.array([*self.prior[:3], 0.2 * self.prior[0]]), 1e-5)
+        self._scale2 = np.outer(self._scale, self._scale)
         self.theta = self.prior.copy()
         self._coef = self._floats(self.theta)
         self._floor = 0.25 * float(self.prior[0])
@@ -132,16 +159,39 @@ class StepCostModel:
         self._next = 0
         self._decay = 0.5 ** (1.0 / half_life_samples)
         self._prior_weight = prior_weight
+        # `_ridge`: t4 held at its prior (False) or free to move (True).
+        self._ridges = {
+            seen: prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0, 1.0 if seen else 1e6]) for seen in (False, True)
+        }
         self._dirty = False
         self._quality = 0.0
         self.samples = 0
         # `samples` when the shape was last searched.
         self._searched_at = 0
+        # Samples in the window with drafts (kmax > 0), for the ridge's view of t4.
+        self._drafting_held = 0
+        # The window's weighted moments, kept up to date from the samples added and evicted since (`_moments`): under
+        # every shape (brought up to date when the shapes are searched) and under the current one (every refit). A
+        # refit costs O(new samples) for one shape, a search O(new samples) for all; neither reads the window.
+        self._grid_moments: _Moments | None = None
+        self._shape_moments: _Moments | None = None
+        # Rows evicted from the ring that a kept set of moments has not yet taken out, with their sample numbers.
+        self._evicted: list[tuple[int, Floats]] = []
 
     def update(self, s: StepSample) -> None:
         if not (s.step_s > 0 and math.isfinite(s.step_s) and s.batch >= 1 and s.kbar >= 0 and s.kmax >= 0):
             return
+        if self._held == len(self._ring):
+            old = self._ring[self._next]
+            self._drafting_held -= bool(old[2] > 0)
+            if self._grid_moments is not None or self._shape_moments is not None:
+                if len(self._evicted) < len(self._ring) // 2:
+                    self._evicted.append((self.samples - len(self._ring), old.copy()))
+                else:  # rebuilding from the window is cheaper than folding this many in
+                    self._grid_moments = self._shape_moments = None
+                    self._evicted.clear()
         self._ring[self._next] = (s.batch, s.kbar, s.kmax, s.step_s)
+        self._drafting_held += s.kmax > 0
         self._next = (self._next + 1) % len(self._ring)
         self._held = min(self._held + 1, len(self._ring))
         self.samples += 1
@@ -166,30 +216,184 @@ class StepCostModel:
         self._dirty = False
         if not self._held:
             return
-        data = self._samples()
-        y = data[:, 3]
-        w = self._decay ** np.arange(len(data) - 1, -1, -1)
-        # Relative errors matter, not absolute ones: weigh each sample by 1 / its step time squared.
-        w = w / np.maximum(y, 1e-6) ** 2
-        spread = self._shape_spread(data)
+        spread = self._shape_spread(self._ring[: self._held])  # order does not matter here
         if search is None:
             search = self.pending_search() > 0
-        if spread and not search:
-            best = self._solve(data, y, w, [(self.draft_cost, self.knee)])[0]
+        if not spread:
+            at = [0]  # without a spread of batch sizes the shape cannot be seen: the prior's, nothing to search
+        elif search:
+            at = list(range(len(self._shapes)))
         else:
+            at = [self._shape_at]
+        if len(at) > 1 or not spread:
             self._searched_at = self.samples
-            shapes = [self.prior_shape, *((c, knee) for c in _DRAFT_COST_GRID for knee in _KNEE_GRID)]
-            best, *trials = self._solve(data, y, w, shapes if spread else shapes[:1])
-            for trial in trials:
-                if best is not None and trial is not None and trial[1] < best[1] * (1 - self._shape_margin):
-                    best = trial
-        if best is None:
+        fits = dict(zip(at, self._solve(self._moments(at)), strict=True))
+        best = at[0]
+        for n in at[1:]:
+            # A shape replaces the prior's only if it is clearly better: noise alone must not move it.
+            fit, kept = fits[n], fits[best]
+            if kept is not None and fit is not None and fit[1] < kept[1] * (1 - self._shape_margin):
+                best = n
+        self._adopt(best, fits[best])
+
+    def _adopt(self, row: int, fit: tuple[Floats, float] | None) -> None:
+        """Take `fit` (theta, relative error) under shape `row`; keep the last fit where it failed."""
+        if fit is None:
             return
-        theta, error, shape = best
+        theta, error = fit
         self.theta = theta
         self._coef = self._floats(theta)
-        self.draft_cost, self.knee = shape
+        self._shape_at = row
+        self.draft_cost, self.knee = float(self._shapes[row, 0]), float(self._shapes[row, 1])
         self._quality = float(max(0.0, min(1.0, 1.0 - error)))
+
+    def _foldable(self) -> tuple[int, bool] | None:
+        """For `refit_pools`: (the shape row, whether the window has a spread of batch sizes) of a refit without a
+        search that folds the new samples into the current shape's kept moments; None when this refit needs the
+        general path (nothing new, no kept moments for that shape, or a rebuild due)."""
+        if not self._dirty or not self._held:
+            return None
+        spread = self._shape_spread(self._ring[: self._held])
+        row = self._shape_at if spread else 0
+        cache = self._shape_moments
+        if cache is None or cache.rows != (row,) or self._rebuild_due(cache):
+            return None
+        return row, spread
+
+    def _rebuild_due(self, cache: _Moments) -> bool:
+        """Kept moments are built again from the window when too much is new, and now and then (against rounding)."""
+        return self.samples - cache.at > len(self._ring) // 2 or self.samples - cache.built > 20 * len(self._ring)
+
+    def _folded(self, cache: _Moments) -> tuple[Floats, Floats]:
+        """What `cache` lacks: the new samples (oldest first) and those they evicted since it was brought up to date
+        (sample number at or after cache.at - window), with signed weights (a sample's recency weight is decay **
+        (samples after it); negative for an evicted one): (rows of (batch, kbar, kmax, step_s), weights)."""
+        new = self.samples - cache.at
+        data = self._ring[(self._next - np.arange(new, 0, -1)) % len(self._ring)]
+        after = np.arange(new - 1, -1, -1, dtype=np.float64)
+        sign = np.ones(new)
+        gone = [(n, row) for n, row in self._evicted if n >= cache.at - len(self._ring)]
+        if gone:
+            data = np.concatenate([data, [row for _, row in gone]])
+            after = np.concatenate([after, [self.samples - 1 - n for n, _ in gone]])
+            sign = np.concatenate([sign, -np.ones(len(gone))])
+        return data, sign * self._decay**after / np.maximum(data[:, 3], 1e-6) ** 2
+
+    def _trim_evicted(self) -> None:
+        """Rows evicted before what every kept set of moments has reached are no longer needed."""
+        reached = min(m.at for m in (self._grid_moments, self._shape_moments) if m is not None)
+        self._evicted = [(n, row) for n, row in self._evicted if n >= reached - len(self._ring)]
+
+    def _weights(self, y: Floats) -> Floats:
+        """Each sample's weight, oldest first: recency (exponential), and 1 / its step time squared, because relative
+        errors matter, not absolute ones."""
+        return np.asarray(self._decay ** np.arange(len(y) - 1, -1, -1) / np.maximum(y, 1e-6) ** 2, dtype=np.float64)
+
+    def _rows(self, data: Floats, shapes: Sequence[int]) -> Floats:
+        """(1, tokens, kmax, drafting, step time) per shape (rows of `_shapes`) and sample: (shape, sample, 5), the
+        fit's regressors and its target side by side; only the tokens column depends on the shape (c, knee)."""
+        c, knee = self._shapes[shapes, 0:1], self._shapes[shapes, 1:2]
+        rows = np.empty((len(shapes), len(data), 5))
+        rows[:, :, 0] = 1.0
+        rows[:, :, 1] = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)
+        rows[:, :, 2] = data[:, 2]
+        rows[:, :, 3] = data[:, 2] > 0
+        rows[:, :, 4] = data[:, 3]
+        return rows
+
+    def _weighted_moments(self, data: Floats, w: Floats, shapes: Sequence[int]) -> Floats:
+        """sum w z z' per shape over `data` (z = `_rows`): (shape, 5, 5)."""
+        rows = self._rows(data, shapes)
+        return np.asarray(np.matmul(rows.transpose(0, 2, 1), rows * w[:, None]), dtype=np.float64)
+
+    def _moments(self, shapes: Sequence[int]) -> Floats:
+        """sum w z z' over the window as it is now (w = `_weights`), for the shapes `shapes` (rows of `_shapes`):
+        (shape, 5, 5). The set of all shapes (a search) and the current shape's (a refit) are kept, each brought up
+        to date from where it was (`_advance`); other requests build from the window."""
+        every = tuple(range(len(self._shapes)))
+        if tuple(shapes) == every:
+            self._grid_moments = self._advance(self._grid_moments, every)
+            out = self._grid_moments.moments
+        elif len(shapes) == 1:
+            grid = self._grid_moments
+            if self._shape_moments is None or self._shape_moments.rows != tuple(shapes):
+                if grid is not None and grid.at == self.samples:  # just searched: the new shape's are there
+                    at = shapes[0]
+                    self._shape_moments = _Moments((at,), grid.at, grid.moments[at : at + 1].copy(), grid.built)
+                else:
+                    self._shape_moments = None
+            self._shape_moments = self._advance(self._shape_moments, tuple(shapes))
+            out = self._shape_moments.moments
+        else:
+            data = self._samples()
+            return self._weighted_moments(data, self._weights(data[:, 3]), shapes)
+        self._trim_evicted()
+        return out
+
+    def _advance(self, cache: _Moments | None, shapes: tuple[int, ...]) -> _Moments:
+        """`cache` brought up to now: scaled by the recency decay of the samples added since, plus theirs, minus those
+        of the samples they evicted (`_folded`); built from the whole window without one or when a rebuild is due."""
+        if cache is None or self._rebuild_due(cache):
+            data = self._samples()
+            return _Moments(
+                shapes, self.samples, self._weighted_moments(data, self._weights(data[:, 3]), shapes), self.samples
+            )
+        new = self.samples - cache.at
+        if not new:
+            return cache
+        data, w = self._folded(cache)
+        moments = cache.moments * self._decay**new + self._weighted_moments(data, w, shapes)
+        return _Moments(shapes, self.samples, moments, cache.built)
+
+    def _solve(self, moments: Floats) -> list[tuple[Floats, float] | None]:
+        """Ridge fit of (t0, t1, t3, t4) from each shape's moments (`_moments`, (shape, 5, 5)): (theta,
+        relative RMS error), None where singular. The normal equations are the moments' regressor block; the error,
+        sum w (x theta - y)^2 over sum w y^2, is theirs too (w carries 1 / y^2, and every step takes over a
+        microsecond)."""
+        p, scale = self.prior, self._scale
+        ridge = self._ridge(self._drafting_held / max(self._held, 1))
+        if len(moments) == 1:
+            return [self._solve_one(moments[0], ridge)]
+        a_raw, h, yy = moments[:, :4, :4], moments[:, :4, 4], moments[:, 4, 4]
+        a = a_raw * self._scale2 + ridge
+        rhs = scale * (h - a_raw @ p)
+        try:
+            deltas = np.linalg.solve(a, rhs[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            # One singular shape fails the whole batch: solve them one by one.
+            return [self._solve_one(m, ridge) for m in moments]
+        theta = np.maximum(0.0, p + deltas * scale)
+        spread = np.einsum("si,sij,sj->s", theta, a_raw, theta) - 2 * np.einsum("si,si->s", theta, h)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            errors = np.sqrt(np.maximum(0.0, spread + yy) / yy)
+        return [
+            (theta[n], float(errors[n])) if np.all(np.isfinite(theta[n])) and yy[n] > 0 else None
+            for n in range(len(moments))
+        ]
+
+    def _solve_one(self, moments: Floats, ridge: Floats) -> tuple[Floats, float] | None:
+        """`_solve` for one shape's moments (5 x 5): the refit of every tick, without the batch's overhead."""
+        a_raw, h, yy = moments[:4, :4], moments[:4, 4], float(moments[4, 4])
+        p, scale = self.prior, self._scale
+        try:
+            delta = np.linalg.solve(a_raw * self._scale2 + ridge, scale * (h - a_raw @ p))
+        except np.linalg.LinAlgError:
+            return None
+        theta = np.maximum(0.0, p + delta * scale)
+        if not (np.all(np.isfinite(theta)) and yy > 0):
+            return None
+        return theta, math.sqrt(max(0.0, float(theta @ a_raw @ theta) - 2 * float(theta @ h) + yy) / yy)
+
+    def _ridge(self, drafting_share: float) -> Floats:
+        """The pull toward the prior, per coefficient. The floor (t0) is the best-known number (every low-load period
+        shows it) and is anchored harder; the per-token slope is what load reveals, and moves freely. The drafter's
+        fixed cost is told apart from the floor only by steps without drafts (`drafting_share`: the window's share of
+        steps with drafts): with few of those it stays at its prior (0)."""
+        return self._ridges[min(drafting_share, 1.0 - drafting_share) >= 0.1]
+
+    @staticmethod
+    def _floats(theta: Floats) -> tuple[float, float, float, float]:
+        return float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3])
 
     def _samples(self) -> Floats:
         """The window's samples, oldest first."""
@@ -202,102 +406,6 @@ class StepCostModel:
         if len(data) < self._shape_min_samples:
             return False
         return bool(np.max(data[:, 0]) >= 2 * np.min(data[:, 0]))
-
-    def _solve(
-        self, data: Floats, y: Floats, w: Floats, shapes: Sequence[tuple[float, float]]
-    ) -> list[tuple[Floats, float, tuple[float, float]] | None]:
-        """Ridge fit of (t0, t1, t3, t4) for each shape (c, knee): (theta, relative RMS error, shape), None where
-        singular. Only the tokens column differs between shapes, so the normal equations and the error are built
-        from weighted sums: those of the other columns once, those with the tokens column one row per shape (a
-        search of the whole grid costs a few array passes, not one least-squares problem per shape)."""
-        if len(shapes) == 1:
-            return [self._solve_one(data, y, w, *shapes[0])]
-        c = np.array([shape[0] for shape in shapes])[:, None]
-        knee = np.array([shape[1] for shape in shapes])[:, None]
-        tokens = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)  # (shape, sample)
-        drafting = (data[:, 2] > 0).astype(np.float64)
-        fixed = np.column_stack([np.ones(len(data)), data[:, 2], drafting])  # columns 0, 2, 3 of x
-        p = self.prior
-        r0 = y - fixed @ p[[0, 2, 3]]  # y - x @ prior = r0 - p1 * tokens
-        # u: the error's weights, w y^2 over max(y, 1e-6)^2 (each sample's relative error, weighted by w y^2).
-        u = w * y * y / np.maximum(y, 1e-6) ** 2
-        a_raw, b_raw = self._moments(fixed, tokens, w, r0, p[1])
-        g_raw, h_raw = self._moments(fixed, tokens, u, y, 0.0)
-        scale = self._scale
-        a = a_raw * np.outer(scale, scale) + self._ridge(drafting)
-        try:
-            deltas = np.linalg.solve(a, (b_raw * scale)[:, :, None])[:, :, 0]
-        except np.linalg.LinAlgError:
-            # One singular shape fails the whole batch: solve them one by one.
-            return [self._solve_one(data, y, w, *shape) for shape in shapes]
-        theta = np.maximum(0.0, p + deltas * scale)
-        # sum u (x theta - y)^2 = theta' G theta - 2 theta' h + sum u y^2, over sum w y^2.
-        spread = np.einsum("si,sij,sj->s", theta, g_raw, theta) - 2 * np.einsum("si,si->s", theta, h_raw)
-        errors = np.sqrt(np.maximum(0.0, spread + float(u @ (y * y))) / float(w @ (y * y)))
-        return [
-            (theta[n], float(errors[n]), (float(shapes[n][0]), float(shapes[n][1])))
-            if np.all(np.isfinite(theta[n]))
-            else None
-            for n in range(len(shapes))
-        ]
-
-    def _solve_one(
-        self, data: Floats, y: Floats, w: Floats, c: float, knee: float
-    ) -> tuple[Floats, float, tuple[float, float]] | None:
-        """`_solve` for one shape, as a plain weighted least-squares problem (cheaper than the sums for one)."""
-        tokens = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)
-        drafting = (data[:, 2] > 0).astype(np.float64)
-        x = np.column_stack([np.ones(len(data)), tokens, data[:, 2], drafting])
-        xs = x * self._scale
-        a = xs.T @ (xs * w[:, None]) + self._ridge(drafting)
-        try:
-            delta = np.linalg.solve(a, xs.T @ (w * (y - x @ self.prior)))
-        except np.linalg.LinAlgError:
-            return None
-        theta = np.maximum(0.0, self.prior + delta * self._scale)
-        if not np.all(np.isfinite(theta)):
-            return None
-        rel = (x @ theta - y) / np.maximum(y, 1e-6)
-        error = math.sqrt(float(np.average(rel * rel, weights=w * y * y)))
-        return theta, error, (float(c), float(knee))
-
-    def _ridge(self, drafting: Floats) -> Floats:
-        """The pull toward the prior, per coefficient. The floor (t0) is the best-known number (every low-load period
-        shows it) and is anchored harder; the per-token slope is what load reveals, and moves freely. The drafter's
-        fixed cost is told apart from the floor only by steps without drafts: with few of those it stays at its
-        prior (0)."""
-        seen = min(float(drafting.mean()), 1.0 - float(drafting.mean()))
-        t4_pull = 1.0 if seen >= 0.1 else 1e6
-        return self._prior_weight * np.diag([_ANCHOR_T0, 1.0, 1.0, t4_pull])
-
-    @staticmethod
-    def _moments(fixed: Floats, tokens: Floats, weight: Floats, target: Floats, slope: float) -> tuple[Floats, Floats]:
-        """Per shape, sum weight x x' (4 x 4) and sum weight x (target - slope * tokens) (4), for x = (1, tokens,
-        kmax, drafting): the fixed columns' sums once, the tokens column's one row per shape."""
-        n = len(tokens)
-        wf = fixed * weight[:, None]
-        ff = fixed.T @ wf  # (3, 3)
-        tw = tokens * weight  # (shape, sample)
-        tf = tw @ fixed  # (shape, 3): sum w t f_j
-        tt = (tw * tokens).sum(axis=1)  # sum w t^2
-        order = [0, 2, 3]  # where the fixed columns sit in x
-        m = np.zeros((n, 4, 4))
-        m[:, 0:1, 0:1] = ff[0, 0]
-        for i, xi in enumerate(order):
-            for j, xj in enumerate(order):
-                m[:, xi, xj] = ff[i, j]
-            m[:, 1, xi] = m[:, xi, 1] = tf[:, i]
-        m[:, 1, 1] = tt
-        v = np.zeros((n, 4))
-        ft = wf.T @ target  # sum w f_j target
-        for i, xi in enumerate(order):
-            v[:, xi] = ft[i] - slope * tf[:, i]
-        v[:, 1] = tw @ target - slope * tt
-        return m, v
-
-    @staticmethod
-    def _floats(theta: Floats) -> tuple[float, float, float, float]:
-        return float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3])
 
     def predict(self, batch: float, kbar: float, kmax: float) -> float:
         if self._dirty:
@@ -339,6 +447,67 @@ class StepCostModel:
         if self._dirty:
             self._fit()
         return self._quality if self._held else 0.0
+
+
+def refit_pools(models: Sequence[StepCostModel], turn: int) -> None:
+    """`refit` of every model, model number `turn` searching its shape if due: the control loop's refit of all its
+    pools each tick. The refits without a search that can fold their new samples into kept moments (nearly all, tick
+    after tick) are folded and solved together, one numpy pass for all pools instead of one each; the same numbers
+    as `refit` one by one (tests/controllers/test_cost_model.py)."""
+    plain: list[tuple[StepCostModel, int, bool]] = []
+    for n, model in enumerate(models):
+        ready = None if n == turn else model._foldable()
+        if ready is None:
+            model.refit(search=n == turn)
+        else:
+            plain.append((model, *ready))
+    if not plain:
+        return
+    parts = [model._folded(model._shape_moments) for model, _, _ in plain]  # type: ignore[arg-type]
+    data = np.concatenate([d for d, _ in parts])
+    w = np.concatenate([w for _, w in parts])
+    counts = [len(d) for d, _ in parts]
+    shape = np.repeat(np.array([model._shapes[row] for model, row, _ in plain]), counts, axis=0)
+    z = np.column_stack(
+        [
+            np.ones(len(data)),
+            np.maximum(0.0, data[:, 0] * (1.0 + shape[:, 0] * data[:, 1]) - shape[:, 1]),
+            data[:, 2],
+            data[:, 2] > 0,
+            data[:, 3],
+        ]
+    )
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    sums = np.add.reduceat(z[:, :, None] * (z * w[:, None])[:, None, :], starts, axis=0)  # (model, 5, 5)
+    decay = np.array([model._decay ** (model.samples - model._shape_moments.at) for model, _, _ in plain])  # type: ignore[union-attr]
+    kept = np.stack([model._shape_moments.moments[0] for model, _, _ in plain])  # type: ignore[union-attr]
+    moments = kept * decay[:, None, None] + sums
+    prior = np.stack([model.prior for model, _, _ in plain])
+    scale = np.stack([model._scale for model, _, _ in plain])
+    ridge = np.stack([model._ridge(model._drafting_held / max(model._held, 1)) for model, _, _ in plain])
+    a_raw, h, yy = moments[:, :4, :4], moments[:, :4, 4], moments[:, 4, 4]
+    a = a_raw * scale[:, :, None] * scale[:, None, :] + ridge
+    rhs = scale * (h - np.einsum("mij,mj->mi", a_raw, prior))
+    try:
+        theta = np.maximum(0.0, prior + np.linalg.solve(a, rhs[:, :, None])[:, :, 0] * scale)
+        spread = np.einsum("mi,mij,mj->m", theta, a_raw, theta) - 2 * np.einsum("mi,mi->m", theta, h)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            errors = np.sqrt(np.maximum(0.0, spread + yy) / yy)
+        fits: list[tuple[Floats, float] | None] = [
+            (theta[i], float(errors[i])) if np.all(np.isfinite(theta[i])) and yy[i] > 0 else None
+            for i in range(len(plain))
+        ]
+    except np.linalg.LinAlgError:  # one singular system fails the batch: each alone
+        fits = [model._solve_one(moments[i], ridge[i]) for i, (model, _, _) in enumerate(plain)]
+    for i, (model, row, has_spread) in enumerate(plain):
+        cache = model._shape_moments
+        assert cache is not None
+        model._shape_moments = _Moments((row,), model.samples, moments[i : i + 1], cache.built)
+        model._trim_evicted()
+        model._dirty = False
+        if not has_spread:
+            model._searched_at = model.samples
+        model._adopt(row, fits[i])
 
 
 def stacked_predictor(

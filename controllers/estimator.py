@@ -159,23 +159,45 @@ class AcceptanceEstimator:
         self, k_max: int, pessimistic: bool = True, prior: AcceptanceEstimator | None = None, prior_weight: float = 0
     ) -> tuple[float, ...]:
         """(E[L(0)], ..., E[L(k_max)]) in one pass over the positions: the same numbers as `expected_length` at each
-        k (the control loop asks for all of them, for every route, every tick)."""
+        k (the control loop asks for all of them, for every route, every tick: `alpha` and the Wilson bound are
+        written out here, the same operations in the same order)."""
         out = [1.0]
         total = chain = 1.0
         last: float | None = None
-        stopped = False
-        for i in range(1, k_max + 1):
-            if not stopped and i <= self.max_k:
-                a = self.alpha(i, pessimistic, prior, prior_weight)
-                if a is None and (pessimistic or last is None):
-                    stopped = True
-                else:
-                    a = last if a is None else a
-                    assert a is not None
-                    chain *= a
-                    total += chain
-                    last = a
+        z = self.z
+        zz = z * z
+        lend = prior is not None and prior_weight > 0
+        for i in range(1, min(k_max, self.max_k) + 1):
+            t = self.trials[i]
+            s = self.passes[i] if t > 0 else 0.0
+            if lend:
+                assert prior is not None
+                lent = min(prior_weight, prior.trials[i] if i <= prior.max_k else 0.0)
+                if lent > 0:
+                    s += lent * prior.passes[i] / prior.trials[i]
+                    t += lent
+            a: float | None
+            if t <= 0:
+                a = None
+            elif not pessimistic:
+                a = s / t
+            elif t <= 1e-12:
+                a = 0.0
+            else:
+                p = min(1.0, max(0.0, s / t))
+                denom = 1.0 + zz / t
+                centre = p + zz / (2 * t)
+                spread = z * math.sqrt(p * (1 - p) / t + zz / (4 * t * t))
+                a = max(0.0, centre / denom - spread / denom)
+            if a is None:
+                if pessimistic or last is None:
+                    break
+                a = last
+            chain *= a
+            total += chain
+            last = a
             out.append(total)
+        out.extend([total] * (k_max + 1 - len(out)))
         return tuple(out)
 
     def optimistic_lengths(self, k_max: int) -> tuple[float, ...]:

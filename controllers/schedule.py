@@ -243,7 +243,7 @@ def plan_schedules(
     step = step_many or _grouped([pr.step_time for pr in problems])
     pools = PoolArrays([pr.routes for pr in problems])
     best = _solve(pools, live, [float(b) for b in sizes], starts, step)
-    chosen: list[list[list[int]]] = best.ks.tolist()
+    chosen: list[list[list[int]]] = best.ks.transpose(0, 2, 1).tolist()  # (pool, slot, batch size)
     before: tuple[Floats, Floats] | None = None
     if held:
         group = np.repeat(np.asarray(list(held), dtype=np.int64), g)
@@ -255,7 +255,7 @@ def plan_schedules(
         if not pr.routes:
             out.append(({}, None))
             continue
-        fresh = {r.name: compress([(b, chosen[i][j][n]) for j, b in enumerate(sizes)]) for n, r in enumerate(pr.routes)}
+        fresh = {r.name: compress(list(zip(sizes, chosen[i][n], strict=True))) for n, r in enumerate(pr.routes)}
         gain = None
         if before is not None and i in place:
             span = slice(place[i] * g, (place[i] + 1) * g)

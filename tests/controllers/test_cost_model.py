@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import copy
 import math
 import random
 
 import numpy as np
 import pytest
-from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS, StepCostModel, StepSample
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS, StepCostModel, StepSample, refit_pools
 
 
 def true_step(b: float, kbar: float, kmax: float) -> float:
@@ -272,20 +275,34 @@ def test_the_shape_is_searched_again_once_a_tenth_of_the_window_is_new() -> None
     assert model.pending_search() == 0
 
 
+def _plain_fit(model: StepCostModel, shape: tuple[float, float]) -> tuple[np.ndarray, float]:
+    """The fit written out as the docstring states it, from the window's samples: weighted ridge least squares
+    toward the prior (weights: recency over step time squared), coefficients clipped at 0, relative RMS error."""
+    data = model._samples()
+    y = data[:, 3]
+    w = model._decay ** np.arange(len(y) - 1, -1, -1) / y**2
+    c, knee = shape
+    x = np.column_stack(
+        [np.ones(len(y)), np.maximum(0, data[:, 0] * (1 + c * data[:, 1]) - knee), data[:, 2], data[:, 2] > 0]
+    )
+    xs = x * model._scale
+    a = xs.T @ (xs * w[:, None]) + model._ridge(float(np.mean(data[:, 2] > 0)))
+    delta = np.linalg.solve(a, xs.T @ (w * (y - x @ model.prior)))
+    theta = np.maximum(0.0, model.prior + delta * model._scale)
+    rel = (x @ theta - y) / y
+    return theta, math.sqrt(float(np.average(rel * rel, weights=w * y * y)))
+
+
 def test_one_batched_solve_gives_what_each_shape_gives_alone() -> None:
     rng = random.Random(7)
     model = StepCostModel("gpu")
     _spread_samples(model, 200, rng)
-    data = model._samples()
-    y = data[:, 3]
-    w = 0.999 ** np.arange(len(data) - 1, -1, -1) / y**2
-    shapes = [(1.0, 64.0), (0.1, 0.0), (0.33, 16.0), (0.75, 128.0)]
-    together = model._solve(data, y, w, shapes)
-    for shape, fit in zip(shapes, together, strict=True):
-        (alone,) = model._solve(data, y, w, [shape])
-        assert fit is not None and alone is not None
-        assert np.allclose(fit[0], alone[0], rtol=1e-9) and fit[1] == pytest.approx(alone[1], rel=1e-9)
-        assert fit[2] == shape
+    fits = model._solve(model._moments(range(len(model._shapes))))
+    assert len(fits) == len(model._shapes) == 31
+    for shape, fit in zip(model._shapes, fits, strict=True):
+        theta, error = _plain_fit(model, (float(shape[0]), float(shape[1])))
+        assert fit is not None
+        assert np.allclose(fit[0], theta, rtol=1e-9) and fit[1] == pytest.approx(error, rel=1e-9)
 
 
 def test_the_window_is_a_ring_that_keeps_the_newest_in_order() -> None:
@@ -293,3 +310,60 @@ def test_the_window_is_a_ring_that_keeps_the_newest_in_order() -> None:
     for i in range(1, 7):
         model.update(StepSample(i, 0, 0, 0.01 * i))
     assert model._samples()[:, 0].tolist() == [3, 4, 5, 6] and model.samples == 6
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    window=st.sampled_from([8, 50, 400]),
+    half_life=st.sampled_from([5.0, 100.0]),
+    seed=st.integers(0, 10**6),
+    steps=st.integers(1, 1500),
+)
+def test_a_refit_from_kept_moments_equals_a_fit_over_the_whole_window(
+    window: int, half_life: float, seed: int, steps: int
+) -> None:
+    """A refit folds the new samples (and those they evicted) into the window's moments instead of reading the whole
+    window: the same coefficients and error as a plain weighted least-squares solve over the window."""
+    rng = random.Random(seed)
+    model = StepCostModel("knee", window=window, half_life_samples=half_life)
+    for _ in range(steps):
+        batch, k = rng.uniform(1, 64), rng.choice([0, 1, 2, 4])
+        kbar = k * rng.random()
+        step_s = 0.02 + 0.002 * max(0.0, batch * (1 + 0.5 * kbar) - 6) * rng.uniform(0.8, 1.2)
+        model.update(StepSample(batch, kbar, k, step_s))
+        if rng.random() < 0.1:
+            model.refit(search=rng.random() < 0.3)
+            theta, error = _plain_fit(model, model.shape)
+            assert np.allclose(model.coefficients()[:4], theta, rtol=1e-7, atol=1e-12)
+            assert model.fit_quality == pytest.approx(max(0.0, 1 - error), rel=1e-6, abs=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), pools=st.integers(1, 6), rounds=st.integers(1, 40))
+def test_refitting_every_pool_at_once_gives_what_each_refit_gives(seed: int, pools: int, rounds: int) -> None:
+    """The control loop refits all its pools together (one search per tick, the rest folded and solved in one pass):
+    the same coefficients, shapes and quality as refitting each pool on its own, singular fits and pools without a
+    spread of batch sizes included."""
+    rng = random.Random(seed)
+    alone = [
+        StepCostModel(rng.choice(["gpu", "cpu", "knee"]), window=rng.choice([20, 300]), half_life_samples=50.0)
+        for _ in range(pools)
+    ]
+    together = copy.deepcopy(alone)
+    for _ in range(rounds):
+        for i in range(pools):
+            batches = [rng.uniform(1, 64)] if i % 3 == 2 else [rng.uniform(1, 64) for _ in range(3)]
+            for _ in range(rng.randint(0, 25)):
+                batch, k = rng.choice(batches), rng.choice([0, 2, 4])
+                sample = StepSample(batch, k * rng.random(), k, 0.01 + 0.001 * batch * rng.uniform(0.5, 1.5))
+                alone[i].update(sample)
+                together[i].update(sample)
+        turn = rng.randrange(-1, pools)
+        for i, model in enumerate(alone):
+            model.refit(search=i == turn)
+        refit_pools(together, turn)
+        for one, other in zip(alone, together, strict=True):
+            assert one.shape == other.shape and one.samples == other.samples
+            assert np.allclose(one.coefficients(), other.coefficients(), rtol=1e-9, atol=1e-15)
+            assert one.fit_quality == pytest.approx(other.fit_quality, rel=1e-9, abs=1e-12)
+            assert one.pending_search() == other.pending_search()
