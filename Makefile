@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast lint typecheck fmt clean model
+.PHONY: venv demo test test-fast lint typecheck fmt clean model drafter
 
 venv: $(STAMP)
 
@@ -41,6 +41,12 @@ fmt: venv
 # Re-train the committed tiny model (minutes on 2 cores); tests and the demo never do this.
 model: venv
 	$(PY) tools/train_tiny_model.py --out models/specgate-tiny-llama --steps 600
+
+# Re-train the committed drafter: distilled from the tiny model on another mix (docs/testbeds.md).
+drafter: venv
+	$(PY) tools/train_tiny_model.py --out models/specgate-tiny-drafter --steps 800 --corpus stdlib-packages \
+		--tokenizer models/specgate-tiny-llama --hidden 64 --layers 2 --heads 2 --intermediate 256 \
+		--distill models/specgate-tiny-llama
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "DRAFTER_DIR",
     "EAGLE3_DIR",
     "KNEE_MODEL_DIR",
     "TESTBEDS",
@@ -37,6 +38,8 @@ __all__ = [
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 TINY_MODEL_DIR = MODELS_DIR / "specgate-tiny-llama"
+# A drafter for the tiny and knee models trained on another mix than theirs (committed; docs/testbeds.md).
+DRAFTER_DIR = MODELS_DIR / "specgate-tiny-drafter"
 KNEE_MODEL_DIR = MODELS_DIR / "specgate-knee-llama"
 EAGLE3_DIR = MODELS_DIR / "specgate-tiny-eagle3"
 _RECIPE_FILE = "specgate-recipe.json"

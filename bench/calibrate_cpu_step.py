@@ -8,7 +8,8 @@
 Closed loop, straight to the engine (no gateway): for each batch size B and per-request k, B clients send
 copy-heavy prompts (so the n-gram drafter proposes) with `vllm_xargs.num_speculative_tokens = k` for a few
 seconds. Per finished request: engine steps = completion tokens - accepted drafts (each step emits one token plus
-the drafts it accepted), step time = end-to-end time / steps, drafts per step = drafted / steps. The fit is the
+the drafts it accepted; at least the verify steps plus the prefill, as the last step's accepted drafts may run past
+`max_tokens`), step time = end-to-end time / steps, drafts per step = drafted / steps. The fit is the
 controller's model T = t0 + t1 * max(0, B * (1 + c * kbar) - knee), with the relative cost c of a verified draft
 token and the knee chosen on a grid by least squares.
 The figures feed `controllers/cost_model.py` (PRIORS/KNEES "cpu") and the simulator's `cpu` profile; a test
@@ -54,7 +55,9 @@ async def _client(http: httpx.AsyncClient, url: str, model: str, k: int, tokens:
         sd = (data.get("metrics") or {}).get("speculative_decoding") or {}
         completion = data["usage"]["completion_tokens"]
         accepted = int(sd.get("num_accepted_draft_tokens", 0))
-        steps = max(1, completion - accepted)
+        # Each step emits one token plus the drafts it accepted, but the last step's accepted drafts may run past
+        # max_tokens (counted as accepted, not emitted): at least the verify steps plus the prefill, then.
+        steps = max(1, completion - accepted, int(sd.get("num_spec_steps", 0)) + 1)
         out.append({"e2e_s": elapsed, "steps": steps, "drafted": int(sd.get("num_draft_tokens", 0))})
     return out
 

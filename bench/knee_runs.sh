@@ -7,6 +7,7 @@
 # Nothing else should run on the machine meanwhile. Results: $OUT/rep<N>.json and $OUT/rep<N>-table.json.
 #
 #     bash bench/knee_runs.sh     # REPS=3 PORT=8110 TABLE=1-24:2,25-2048:0 OUT=bench/results/knee LOG=/tmp/...
+#     SPEC=draft_model bash bench/knee_runs.sh   # the trained draft model drafts instead of n-gram
 #     python bench/knee_summary.py bench/results/knee
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,11 +16,12 @@ PORT=${PORT:-8110}
 TABLE=${TABLE:-1-24:2,25-2048:0}
 OUT=${OUT:-bench/results/knee}
 LOG=${LOG:-/tmp/specgate-knee-engine.log}
+SPEC=${SPEC:-ngram}
 SG=.venv/bin/specgate
 mkdir -p "$OUT"
 
 engine_up() {  # extra flags...
-    "$SG" engine up --testbed knee --port "$PORT" --log "$LOG" "$@" >/dev/null 2>&1 &
+    "$SG" engine up --testbed knee --speculation "$SPEC" --port "$PORT" --log "$LOG" "$@" >/dev/null 2>&1 &
     ENGINE_PID=$!
     for _ in $(seq 1 300); do
         curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return 0
@@ -42,11 +44,11 @@ for rep in $(seq 1 "$REPS"); do
     policies=()
     for p in "${order[@]}"; do policies+=(--policy "$p"); done
     engine_up
-    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee "${policies[@]}" \
+    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" "${policies[@]}" \
         --out "$OUT/rep$rep.json"
     engine_down
     engine_up --k-per-batch-size "$TABLE"
-    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --policy static-k4 \
+    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" --policy static-k4 \
         --out "$OUT/rep$rep-table.json"
     engine_down
 done

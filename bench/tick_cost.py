@@ -37,21 +37,30 @@ def controller_at(rev: str) -> ModuleType:
 
 def _controller(
     routes: int, pools: int, rng: random.Random, code: ModuleType = controller
-) -> controller.SpeculationController:
+) -> tuple[controller.SpeculationController, list[float]]:
+    """A controller of `routes` routes over `pools` pools, and each route's acceptance (what `_observe` draws its
+    answers from), with 20 answers per route observed."""
     pool_specs = [code.PoolSpec(f"p{i}", 4, "gpu") for i in range(pools)]
     route_specs = [code.RouteSpec(f"r{i}", f"p{i % pools}", 0, 4) for i in range(routes)]
     ctl = code.SpeculationController(code.ControllerSettings(min_dwell_s=0.0), route_specs, pool_specs)
     alphas = [rng.uniform(0.2, 0.9) for _ in range(routes)]
-    ctl.bench_alphas = alphas  # type: ignore[attr-defined]  # what `_observe` draws each route's answers from
-    _observe(ctl, pools, rng, 1.0, 20)
-    return ctl
+    _observe(ctl, alphas, pools, rng, 1.0, 20)
+    return ctl, alphas
 
 
-def _observe(ctl: controller.SpeculationController, pools: int, rng: random.Random, now: float, per_route: int) -> None:
-    """`per_route` finished requests of every route (40 verify steps each at k = 4): between two ticks of a busy
-    gateway every route has some, so each tick works on fresh evidence (without any, routes go stale after
-    `stale_after_s` and a tick stops solving: a longer run would time the wrong thing)."""
-    for i, alpha in enumerate(ctl.bench_alphas):  # type: ignore[attr-defined]
+def _observe(
+    ctl: controller.SpeculationController,
+    alphas: list[float],
+    pools: int,
+    rng: random.Random,
+    now: float,
+    per_route: int,
+) -> None:
+    """`per_route` finished requests of every route (40 verify steps each at k = 4, route i accepting each draft with
+    probability alphas[i]): between two ticks of a busy gateway every route has some, so each tick works on fresh
+    evidence (without any, routes go stale after `stale_after_s` and a tick stops solving: a longer run would time
+    the wrong thing)."""
+    for i, alpha in enumerate(alphas):
         for _ in range(per_route):
             hist = [0] * 5
             for _ in range(40):
@@ -101,7 +110,9 @@ def main() -> None:
     if args.baseline_code:
         codes[f"at {args.baseline_code}"] = controller_at(args.baseline_code)
     # The same routes and evidence for each code (same seed), the same loads tick by tick.
-    controllers = {name: _controller(args.routes, args.pools, random.Random(1), code) for name, code in codes.items()}
+    made = {name: _controller(args.routes, args.pools, random.Random(1), code) for name, code in codes.items()}
+    controllers = {name: ctl for name, (ctl, _) in made.items()}
+    alphas = made["today"][1]  # the same for every code (same seed)
     evidence = {name: random.Random(3) for name in codes}
     loads = random.Random(2)
     ticks: dict[str, list[float]] = {name: [] for name in codes}
@@ -111,7 +122,7 @@ def main() -> None:
         batches = {f"p{p}": loads.uniform(1, 64) for p in range(args.pools)}
         order = list(controllers.items())
         for name, ctl in order if i % 2 == 0 else order[::-1]:
-            _observe(ctl, args.pools, evidence[name], now - 1.0, args.evidence)
+            _observe(ctl, alphas, args.pools, evidence[name], now - 1.0, args.evidence)
             started = time.perf_counter()
             ctl.tick(now, batches)
             mid = time.perf_counter()

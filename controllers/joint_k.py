@@ -149,13 +149,19 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     return np.asarray(np.moveaxis(np.stack(chosen), 1, 3), dtype=np.int64)  # (start, pool, batch, slot)
 
 
-def score(pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, step: GroupStepTime) -> tuple[Floats, Floats]:
-    """(SLO violation, goodput) of each row: pool number `group`, batch size `batch`, the routes' `ks` (rows, slots)."""
+def _totals(pools: PoolArrays, group: Ints, ks: Ints) -> tuple[Floats, Floats, Floats, Ints]:
+    """Per row (pool number `group`, the routes' `ks`): each route's E[L(k)], the share-weighted tokens per step,
+    the mean drafts per step and the routes' ks with those of routes without traffic at 0 (their max is kmax)."""
     lengths = pools.tab[group[:, None], np.arange(ks.shape[1])[None, :], ks]
     num = (lengths * pools.w[group]).sum(axis=1)
     kbar = (ks * pools.wq[group]).sum(axis=1)
-    kmax = np.where(pools.live[group], ks, 0).max(axis=1).astype(np.float64)
-    steps = step(group, batch, kbar, kmax)
+    return lengths, num, kbar, np.where(pools.live[group], ks, 0)
+
+
+def score(pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, step: GroupStepTime) -> tuple[Floats, Floats]:
+    """(SLO violation, goodput) of each row: pool number `group`, batch size `batch`, the routes' `ks` (rows, slots)."""
+    lengths, num, kbar, masked = _totals(pools, group, ks)
+    steps = step(group, batch, kbar, masked.max(axis=1).astype(np.float64))
     if pools.has_slo:
         violation = _violation(steps, lengths, pools.target[group])
     else:
@@ -193,10 +199,7 @@ def _best_moves(
     k1 = len(karange)
     rows = np.arange(n)
     w, wq, tab, live = pools.w[group], pools.wq[group], pools.tab[group], pools.live[group]
-    lengths = tab[rows[:, None], np.arange(width)[None, :], ks]
-    num = (lengths * w).sum(axis=1)
-    kbar = (ks * wq).sum(axis=1)
-    masked = np.where(live, ks, 0)
+    lengths, num, kbar, masked = _totals(pools, group, ks)
     ranked = np.sort(masked, axis=1)
     top = ranked[:, -1:]
     second = ranked[:, -2:-1] if width > 1 else np.zeros((n, 1), dtype=masked.dtype)

@@ -161,7 +161,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def _engine_spec(args: argparse.Namespace) -> Any:
     from specgate.backends.launcher import DEFAULT_MODEL_DIR, EngineSpec, parse_k_per_batch_size
-    from specgate.backends.testbed import TINY_MODEL_DIR, ensure_eagle3_checkpoint, ensure_knee_model
+    from specgate.backends.testbed import DRAFTER_DIR, TINY_MODEL_DIR, ensure_eagle3_checkpoint, ensure_knee_model
 
     draft_dir = None
     speculation, max_k = args.speculation, args.max_k
@@ -173,9 +173,15 @@ def _engine_spec(args: argparse.Namespace) -> Any:
         model_dir = Path(args.model)
     elif args.testbed == "knee":
         model_dir = ensure_knee_model()  # generated on first use (seconds), kept under models/
-        draft_dir = TINY_MODEL_DIR  # the same function at a fraction of the cost: a real, cheap drafter
     else:
         model_dir = DEFAULT_MODEL_DIR
+    if speculation == "draft_model":
+        # trained: distilled from the tiny model on another mix (acceptance differs by prompt, as real drafters');
+        # exact: the target's own function (for the knee model the tiny model, at a fraction of the cost).
+        if args.drafter == "trained":
+            draft_dir = DRAFTER_DIR
+        elif args.testbed == "knee" and args.model is None:
+            draft_dir = TINY_MODEL_DIR
     return EngineSpec(
         model_dir=model_dir,
         draft_model_dir=draft_dir,
@@ -520,6 +526,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         warm_up_s=args.warm_up_seconds,
         cost_prior=args.cost_prior,
         record=Path(args.record) if args.record else None,
+        method=args.method,
     )
     print("| policy | " + " | ".join(p.name for p in phases) + " | whole run |")
     print("|---|" + "---|" * (len(phases) + 1))
@@ -640,7 +647,15 @@ def _parser() -> argparse.ArgumentParser:
         "--speculation",
         choices=["ngram", "draft_model", "none"],
         default="ngram",
-        help="draft_model: the tiny model drafts (for itself, or for the knee model) (default: ngram)",
+        help="draft_model: a small model drafts, see --drafter (default: ngram)",
+    )
+    up.add_argument(
+        "--drafter",
+        choices=["trained", "exact"],
+        default="trained",
+        help="with --speculation draft_model: trained (models/specgate-tiny-drafter, distilled from the tiny model "
+        "on another mix: acceptance depends on the prompt) or exact (the target's own function: the target itself, "
+        "or the tiny model for the knee model; accepts everything) (default: trained)",
     )
     up.add_argument("--max-k", type=int, default=4)
     up.add_argument(
@@ -733,6 +748,13 @@ def _parser() -> argparse.ArgumentParser:
         choices=["cpu", "knee", "gpu"],
         default="cpu",
         help="the gateways' step-time prior: cpu for the tiny testbed, knee for the knee testbed (default: cpu)",
+    )
+    bench.add_argument(
+        "--method",
+        choices=["ngram", "draft_model"],
+        default="ngram",
+        help="the engine's speculation method, declared by the gateways' pool: it sets what the controller charges "
+        "for drafting (default: ngram)",
     )
     bench.add_argument("--out", help="JSON result file")
     bench.add_argument(

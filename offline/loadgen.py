@@ -27,7 +27,7 @@ from specgate.offline.progress import Progress
 
 from specgate.config import validate_config
 
-__all__ = ["PHASES", "Phase", "check_policies", "run_bench", "verdict"]
+__all__ = ["PHASES", "Phase", "check_policies", "request_body", "run_bench", "verdict"]
 
 # Copy-heavy work the tiny test model continues verbatim (about 3.4 tokens per verify step at k = 4).
 CODE_PROMPT = "import os\nimport sys\nimport os\nimport sys\nimport os\nimport sys\nimport os\nimport"
@@ -49,7 +49,8 @@ PHASES = (
 )
 
 
-def _body(route: str, rng: random.Random, max_tokens: int, model: str) -> dict[str, Any]:
+def request_body(route: str, rng: random.Random, max_tokens: int, model: str) -> dict[str, Any]:
+    """One `specgate bench` request of `route` (code: copy-heavy, greedy; chat: random words, hot sampling)."""
     if route == "code":
         return {
             "model": model,
@@ -77,7 +78,10 @@ async def _one(
     started = time.perf_counter()
     stamps: list[float] = []
     async with http.stream(
-        "POST", f"{url}/v1/completions", json=_body(route, rng, tokens, model), headers={"x-specgate-route": route}
+        "POST",
+        f"{url}/v1/completions",
+        json=request_body(route, rng, tokens, model),
+        headers={"x-specgate-route": route},
     ) as r:
         if r.status_code != 200:
             return {"error": r.status_code}
@@ -157,6 +161,7 @@ def _start_gateway(
     controller: dict[str, Any] | None = None,
     cost_prior: str = "cpu",
     record: Path | None = None,
+    method: str = "ngram",
 ) -> tuple[uvicorn.Server, threading.Thread]:
     config = validate_config(
         {
@@ -167,7 +172,7 @@ def _start_gateway(
                     "name": "engine",
                     "model": model,
                     "endpoints": [engine_url],
-                    "speculation": {"method": "ngram", "max_k": max_k, "per_request_k": True},
+                    "speculation": {"method": method, "max_k": max_k, "per_request_k": True},
                 }
             ],
             "routing": {
@@ -210,10 +215,12 @@ def run_bench(
     warm_up_s: float = 20.0,
     cost_prior: str = "cpu",
     record: Path | None = None,
+    method: str = "ngram",
 ) -> dict[str, Any]:
     """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order), each through a
     gateway of its own (a fresh controller: no policy learns from another's traffic); returns (and writes) the
-    results. First `warm_up_s` of load go to the engine directly (no policy sees them): without
+    results. `method`: the engine's speculation method, which the gateways' pool declares (it sets what the controller
+    charges for drafting). First `warm_up_s` of load go to the engine directly (no policy sees them): without
     it, in runs 9 and 11 (docs/controller.md), the policy that ran first took 40-49 ms per token at k = 0 under high
     concurrency where the static k = 0 policy later in the same run took 28-37 ms."""
     order = policies or ["static-k0", f"static-k{max_k}", "adaptive"]
@@ -224,6 +231,7 @@ def run_bench(
         "phases": [p.__dict__ for p in phases],
         "warm_up_s": warm_up_s,
         "cost_prior": cost_prior,
+        "method": method,
         "policies": {},
         "timeline": {},
     }
@@ -236,7 +244,7 @@ def run_bench(
         # With `record`, each policy's gateway writes the workload record (runtime/recorder.py) to RECORD-POLICY.jsonl.
         recorded = record.with_name(f"{record.name}-{policy}.jsonl") if record is not None else None
         server, thread = _start_gateway(
-            engine_url, served_model, max_k, port + n, ADAPTIVE.get(policy), cost_prior, recorded
+            engine_url, served_model, max_k, port + n, ADAPTIVE.get(policy), cost_prior, recorded, method
         )
         try:
             if policy not in ADAPTIVE:

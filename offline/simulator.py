@@ -58,9 +58,17 @@ def _h100_llama8b_eagle_step(b: float, kbar: float, kmax: float) -> float:
     return 1.207e-3 + verify + draft
 
 
+def _knee_step(b: float, kbar: float, kmax: float) -> float:
+    # The knee testbed (docs/testbeds.md), calibrated by bench/calibrate_cpu_step.py: flat up to ~6 tokens per step,
+    # then ~2.6 ms per token; its drafters (n-gram, the trained draft model) cost about nothing next to the target.
+    t0, t1, t3 = PRIORS["knee"]
+    return t0 + t1 * max(0.0, b * (1.0 + DRAFT_COSTS["knee"] * kbar) - KNEES["knee"]) + t3 * kmax
+
+
 STEP_PROFILES: dict[str, Callable[[float, float, float], float]] = {
     "gpu": _gpu_step,
     "cpu": _cpu_step,
+    "knee": _knee_step,
     "h100-llama8b-eagle": _h100_llama8b_eagle_step,
 }
 
@@ -124,6 +132,24 @@ class Scenario:
     # Closed loop instead of `arrivals`: (until_s, users) phases; each user sends its next request as soon as its
     # last one finishes (what `specgate bench` and chat clients do). Empty: open arrivals at `arrivals`' rates.
     users: tuple[tuple[float, int], ...] = ()
+    # Every request writes exactly its route's `mean_output` tokens (`specgate bench` sends `ignore_eos`), instead of
+    # an exponential number with that mean.
+    fixed_output: bool = False
+    # A request's prompt (`prompt_tokens`) is computed in the step it joins, as extra tokens of that step (vLLM's
+    # chunked prefill: they cost what the profile charges a token; off keeps the older scenarios' figures).
+    prefill_in_step: bool = False
+    # The engine's speculation method as the gateway's pool declares it (what specgate's controller charges for
+    # drafting: cost_model.DRAFTERS); None: the profile's own prior.
+    method: str | None = None
+    # (until_s, share of each route in `routes` order) phases: the mix moves over time (a shift of traffic between
+    # routes). Empty: the routes' own shares throughout.
+    share_phases: tuple[tuple[float, tuple[float, ...]], ...] = ()
+
+    def shares_at(self, t: float) -> tuple[float, ...]:
+        for until, shares in self.share_phases:
+            if t < until:
+                return shares
+        return self.share_phases[-1][1] if self.share_phases else tuple(r.share for r in self.routes)
 
     def users_at(self, t: float) -> int:
         for until, n in self.users:
@@ -231,6 +257,9 @@ class SimResult:
     timeline: list[tuple[float, dict[str, float], float | None]] = field(default_factory=list)
     # Requests preempted for want of KV slots (scenarios with `kv_tokens`), counted up to the last tick.
     preemptions: int = 0
+    # (finished at, end-to-end time (queue, prefill, decode) over tokens written) per finished request: what
+    # `specgate bench` measures on a real engine.
+    e2e_finished: list[tuple[float, float]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         tp = sorted(self.tpots)
@@ -243,6 +272,9 @@ class SimResult:
             "policy": self.policy,
             "goodput_tok_per_busy_s": round(self.tokens / self.busy_s, 1) if self.busy_s else 0.0,
             "mean_tpot_ms": round(1000 * sum(tp) / len(tp), 3) if tp else None,
+            "mean_e2e_tpot_ms": round(1000 * sum(t for _, t in self.e2e_finished) / len(self.e2e_finished), 3)
+            if self.e2e_finished
+            else None,
             "p50_tpot_ms": round(1000 * pct(0.5), 3),
             "p99_tpot_ms": round(1000 * pct(0.99), 3),
             "slo_attainment": round(self.slo_met / self.slo_total, 4) if self.slo_total else None,
@@ -256,7 +288,6 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
     rng = random.Random(scenario.seed)
     step_fn = STEP_PROFILES[scenario.profile]
     routes = {r.name: r for r in scenario.routes}
-    weights = [r.share for r in scenario.routes]
     names = [r.name for r in scenario.routes]
     # arrivals by thinning a Poisson process with the maximum rate (closed loop: users replace what finishes)
     max_rate = 0.0 if scenario.users else max(rate for _, rate in scenario.arrivals)
@@ -267,7 +298,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         if t >= scenario.duration_s:
             break
         if rng.random() < scenario.rate_at(t) / max_rate:
-            arrivals.append((t, rng.choices(names, weights)[0]))
+            arrivals.append((t, rng.choices(names, scenario.shares_at(t))[0]))
     heapq.heapify(arrivals)
     waiting: deque[tuple[float, str]] = deque()
     running: list[_Req] = []
@@ -292,7 +323,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         if scenario.users:
             # Users who are not waiting on an answer send their next request now.
             for _ in range(scenario.users_at(now) - len(arrivals) - len(waiting) - len(running) - len(preempted)):
-                heapq.heappush(arrivals, (now, rng.choices(names, weights)[0]))
+                heapq.heappush(arrivals, (now, rng.choices(names, scenario.shares_at(now))[0]))
         while arrivals and arrivals[0][0] <= now:
             waiting.append(heapq.heappop(arrivals))
         rejoined: list[_Req] = []
@@ -301,7 +332,8 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             running.append(rejoined[-1])
         while not preempted and waiting and len(running) < scenario.max_batch and _fits(running, None, cap, prompt):
             arrived, route = waiting.popleft()
-            target = 1 + int(rng.expovariate(1.0 / routes[route].mean_output))
+            mean = routes[route].mean_output
+            target = int(mean) if scenario.fixed_output else 1 + int(rng.expovariate(1.0 / mean))
             k = min(scenario.max_k, max(0, policy.k_for(route, now, len(running), rng)))
             pinned = bool(getattr(policy, "pinned", False))
             running.append(_Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1), pinned=pinned))
@@ -321,7 +353,9 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         b = len(running)
         kbar = sum(ks) / b
         kmax = max(ks)
-        step = step_fn(b, kbar, kmax) * math.exp(rng.gauss(0, scenario.noise))
+        # Prompts computed in this step count as that many more one-token requests (the same drafts in all).
+        joining = prompt * sum(1 for r in running if r.first_at is None) if scenario.prefill_in_step else 0
+        step = step_fn(b + joining, b * kbar / (b + joining), kmax) * math.exp(rng.gauss(0, scenario.noise))
         step += recompute * scenario.prefill_s_per_token
         now += step
         result.busy_s += step
@@ -418,6 +452,7 @@ def _finish(r: _Req, now: float, policy: Policy, routes: Mapping[str, RouteScena
     if r.tokens > 1:
         tpot = decode / (r.tokens - 1)
         result.tpots.append(tpot)
+        result.e2e_finished.append((now, (now - r.arrived) / r.tokens))
         slo = routes[r.route].tpot_slo_s
         if slo is not None:
             result.slo_total += 1
@@ -508,8 +543,9 @@ class Adaptive:
 
     def __post_init__(self) -> None:
         routes = [RouteSpec(r.name, "sim", 0, self.scenario.max_k, None, r.tpot_slo_s) for r in self.scenario.routes]
-        prior = "cpu" if self.scenario.profile == "cpu" else "gpu"
-        self.ctl = SpeculationController(self.settings, routes, [PoolSpec("sim", self.scenario.max_k, prior)])
+        prior = self.scenario.profile if self.scenario.profile in ("cpu", "knee") else "gpu"
+        pool = PoolSpec("sim", self.scenario.max_k, prior, self.scenario.method)
+        self.ctl = SpeculationController(self.settings, routes, [pool])
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
         d = self.ctl.table().routes[route]
@@ -542,8 +578,8 @@ class Adaptive:
 def _true_states(scenario: Scenario, now: float) -> list[RouteState]:
     """The routes as a clairvoyant sees them at `now`: true acceptance (i.i.d. per position) and shares."""
     return [
-        RouteState(r.name, r.share, 0, scenario.max_k, r.lengths_at(now, scenario.max_k), r.tpot_slo_s)
-        for r in scenario.routes
+        RouteState(r.name, share, 0, scenario.max_k, r.lengths_at(now, scenario.max_k), r.tpot_slo_s)
+        for r, share in zip(scenario.routes, scenario.shares_at(now), strict=True)
     ]
 
 

@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 from opentelemetry.sdk.trace.export import SpanExporter
 from specgate.backends.launcher import EngineProcess, EngineSpec
+from specgate.backends.testbed import DRAFTER_DIR
 from specgate.gateway.app import create_app
 
 from specgate.config import GatewayConfig, validate_config
@@ -83,13 +84,16 @@ def plain_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpe
 
 @pytest.fixture(scope="session")
 def draft_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineSpec]:
-    """A real vLLM server with a draft model (the tiny model drafts for itself). vLLM's CPU platform turns async
-    scheduling off, so it runs the plugin's synchronous class; the async class is tested on vLLM's own
-    AsyncScheduler code in tests/backends/test_vllm_scheduler.py.
+    """A real vLLM server with a draft model: the trained drafter (models/specgate-tiny-drafter, distilled from the
+    tiny model on another mix) drafts for the tiny model. vLLM's CPU platform turns async scheduling off, so it runs
+    the plugin's synchronous class; the async class is tested on vLLM's own AsyncScheduler code in
+    tests/backends/test_vllm_scheduler.py.
 
     SPECGATE_TEST_DRAFT_ENGINE_URL reuses one started with `specgate engine up --speculation draft_model`.
     """
-    yield from _engine_fixture(tmp_path_factory, "SPECGATE_TEST_DRAFT_ENGINE_URL", speculation="draft_model")
+    yield from _engine_fixture(
+        tmp_path_factory, "SPECGATE_TEST_DRAFT_ENGINE_URL", speculation="draft_model", draft_model_dir=DRAFTER_DIR
+    )
 
 
 # Module-scoped, unlike the engines many modules share: each vLLM server holds ~3 GB, and CI's machine (24 GiB) ran

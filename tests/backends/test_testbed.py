@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
-from specgate.backends.testbed import TINY_MODEL_DIR, KneeRecipe, ensure_knee_model
+from specgate.backends.testbed import DRAFTER_DIR, TINY_MODEL_DIR, KneeRecipe, ensure_knee_model
 
 SMALL = KneeRecipe(intermediate_size=1024)
 
@@ -64,3 +64,14 @@ def test_the_knee_model_computes_the_tiny_models_function(tmp_path: Path) -> Non
             ga = tiny.generate(ids, max_new_tokens=32, do_sample=False)
             gb = knee.generate(ids, max_new_tokens=32, do_sample=False)
             assert torch.equal(ga, gb)
+
+
+def test_the_drafter_shares_the_tiny_models_vocabulary_and_is_smaller() -> None:
+    """A draft model must speak its target's tokens; it must also cost less to run."""
+    drafter = json.loads((DRAFTER_DIR / "config.json").read_text())
+    target = json.loads((TINY_MODEL_DIR / "config.json").read_text())
+    assert (DRAFTER_DIR / "tokenizer.json").read_bytes() == (TINY_MODEL_DIR / "tokenizer.json").read_bytes()
+    assert drafter["vocab_size"] == target["vocab_size"]
+    assert drafter["hidden_size"] * drafter["num_hidden_layers"] < target["hidden_size"] * target["num_hidden_layers"]
+    report = json.loads((DRAFTER_DIR / "training_report.json").read_text())
+    assert report["corpus"] != "stdlib-modules" and report["distilled_from"]  # another mix, the target's answers

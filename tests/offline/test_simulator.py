@@ -10,6 +10,7 @@ from specgate.controllers.controller import ControllerSettings
 from specgate.offline.simulator import (
     STEP_PROFILES,
     AdaptiveSchedule,
+    RouteScenario,
     Scenario,
     all_policies,
     make_policy,
@@ -196,3 +197,28 @@ def test_closed_loop_users_keep_their_number_in_flight() -> None:
     assert eight.summary()["mean_tpot_ms"] > one.summary()["mean_tpot_ms"]
     pause = run(replace(base, users=((10.0, 1), (20.0, 0), (30.0, 1))), make_policy("static-k0", base))
     assert 0.6 * 30.0 < pause.busy_s < 0.75 * 30.0
+
+
+def test_bench_shaped_runs_fixed_answers_prompts_in_their_step_and_a_moving_mix() -> None:
+    """What `specgate bench` sends, for bench/sim_vs_knee.py: every answer exactly `mean_output` tokens; end-to-end
+    time includes the first step; a prompt costs its tokens in the step it joins (past the knee profile's knee, more
+    time per token); the mix follows `share_phases`."""
+    code = RouteScenario("code", 0.5, ((0.0, 1.0),), 64.0)
+    chat = RouteScenario("chat", 0.5, ((0.0, 0.0),), 64.0)
+    base = Scenario("bench", 40.0, ((40.0, 0.0),), (code, chat), profile="knee", users=((40.0, 8),), fixed_output=True)
+    plain = run(base, make_policy("static-k0", base))
+    assert plain.finished > 10 and len(plain.e2e_finished) == plain.finished
+    assert plain.tokens >= 64 * plain.finished and all(t > 0 for _, t in plain.e2e_finished)
+    prefilled = run(replace(base, prefill_in_step=True, prompt_tokens=30), make_policy("static-k0", base))
+    assert prefilled.summary()["mean_e2e_tpot_ms"] > 1.1 * plain.summary()["mean_e2e_tpot_ms"]
+    # End to end includes the first step, which decode time per token (over the 63 tokens after the first) does not.
+    assert 64 * plain.summary()["mean_e2e_tpot_ms"] > 63 * plain.summary()["mean_tpot_ms"] + 15
+    # All code for 20 s, then all chat: at k = 4 code writes 5 tokens a step, chat 1.
+    moved = replace(base, share_phases=((20.0, (1.0, 0.0)), (40.0, (0.0, 1.0))))
+    result = run(moved, make_policy("static-k4", moved))
+    early = [t for at, t in result.e2e_finished if at < 18.0]
+    late = [t for at, t in result.e2e_finished if at > 25.0]
+    assert early and late and max(early) < min(late)
+    assert (
+        moved.shares_at(5.0) == (1.0, 0.0) and moved.shares_at(39.0) == (0.0, 1.0) and base.shares_at(1) == (0.5, 0.5)
+    )
