@@ -6,6 +6,7 @@ docs/testbeds.md): 1.0 at every position against 0.0; the bounds here leave wide
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
@@ -43,3 +44,33 @@ def test_the_trained_drafter_accepts_by_route(draft_engine: EngineSpec) -> None:
     chat, _ = _acceptance(draft_engine, "chat", 3)
     assert code > 0.8 and code_hist[4] > sum(code_hist[:4])  # most steps accept all four drafts
     assert chat < 0.3
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="vLLM 0.32's CPU build: under speculation a request sampled at temperature > 0 comes out as garbage, and "
+    "a greedy request batched with one is sampled too (its text changes, its drafts are rejected); without "
+    "speculation both are right. docs/testbeds.md. Strict: when an engine fixes it this test passes, and fails, so "
+    "the figures measured on mixed batches can be redone.",
+)
+def test_a_greedy_answer_does_not_change_when_a_sampled_request_shares_its_batch(draft_engine: EngineSpec) -> None:
+    """Seen with n-gram drafting too (on the knee testbed), where it depends on whether the drafter proposes; with a
+    draft model every step drafts. The sampled request is long, so it shares every step of the greedy one."""
+    engine = draft_engine
+    code = {"model": MODEL, "prompt": "import os\nimport sys\nimport os\nimport sys\nimport", "max_tokens": 32}
+    chat = {"model": MODEL, "prompt": "tea moon river quiet seven blue stone paper", "max_tokens": 32}
+
+    async def both() -> str:
+        async with httpx.AsyncClient(base_url=engine.url, timeout=120) as client:
+            greedy, _ = await asyncio.gather(
+                client.post("/v1/completions", json={**code, "temperature": 0, "ignore_eos": True}),
+                client.post(
+                    "/v1/completions",
+                    json={**chat, "temperature": 1.5, "seed": 1, "ignore_eos": True, "max_tokens": 400},
+                ),
+            )
+        return str(greedy.json()["choices"][0]["text"])
+
+    alone = httpx.post(f"{engine.url}/v1/completions", json={**code, "temperature": 0, "ignore_eos": True}, timeout=120)
+    assert alone.status_code == 200
+    assert asyncio.run(both()) == alone.json()["choices"][0]["text"]
