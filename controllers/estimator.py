@@ -141,26 +141,15 @@ class AcceptanceEstimator:
         self, k: int, pessimistic: bool = True, prior: AcceptanceEstimator | None = None, prior_weight: float = 0
     ) -> float:
         """E[L(k)]; an unknown position contributes nothing (pessimistic) or repeats the last known alpha."""
-        total = 1.0
-        chain = 1.0
-        last: float | None = None
-        for i in range(1, min(k, self.max_k) + 1):
-            a = self.alpha(i, pessimistic, prior, prior_weight)
-            if a is None:
-                if pessimistic or last is None:
-                    break
-                a = last
-            chain *= a
-            total += chain
-            last = a
-        return total
+        return self.expected_lengths(max(k, 0), pessimistic, prior, prior_weight)[max(k, 0)]
 
     def expected_lengths(
         self, k_max: int, pessimistic: bool = True, prior: AcceptanceEstimator | None = None, prior_weight: float = 0
     ) -> tuple[float, ...]:
-        """(E[L(0)], ..., E[L(k_max)]) in one pass over the positions: the same numbers as `expected_length` at each
-        k (the control loop asks for all of them, for every route, every tick: `alpha` and the Wilson bound are
-        written out here, the same operations in the same order)."""
+        """(E[L(0)], ..., E[L(k_max)]) in one pass over the positions: E[L(k)] = 1 + sum over i <= k of the product
+        of `alpha` at positions 1..i; an unknown position contributes nothing (pessimistic) or repeats the last known
+        alpha. The control loop asks for all of them, for every route, every tick: `alpha` and the Wilson bound are
+        written out here, the same operations in the same order (a test holds them to `alpha`)."""
         out = [1.0]
         total = chain = 1.0
         last: float | None = None

@@ -221,7 +221,7 @@ def test_a_loan_never_leaves_the_unit_interval(counts: list[int], weight: float)
     k_max=st.integers(0, 8),
     pessimistic=st.booleans(),
 )
-def test_expected_lengths_in_one_pass_equal_each_expected_length(
+def test_expected_lengths_in_one_pass_equal_the_chain_of_alphas(
     counts: list[tuple[int, int]],
     prior_counts: list[tuple[int, int]],
     weight: float,
@@ -233,10 +233,25 @@ def test_expected_lengths_in_one_pass_equal_each_expected_length(
         est.observe_positions([t for t, _ in rows], [min(p, t) for t, p in rows], 0.0)
         return est
 
+    def by_alpha(k: int) -> float:
+        """E[L(k)] from `alpha` position by position, as the estimator's docstring defines it."""
+        total = chain = 1.0
+        last: float | None = None
+        for i in range(1, min(k, est.max_k) + 1):
+            a = est.alpha(i, pessimistic, prior, weight)
+            if a is None:
+                if pessimistic or last is None:
+                    break
+                a = last
+            chain *= a
+            total += chain
+            last = a
+        return total
+
     est, prior = estimator(counts), estimator(prior_counts)
-    assert est.expected_lengths(k_max, pessimistic, prior, weight) == tuple(
-        est.expected_length(k, pessimistic, prior, weight) for k in range(k_max + 1)
-    )
+    expected = tuple(by_alpha(k) for k in range(k_max + 1))
+    assert est.expected_lengths(k_max, pessimistic, prior, weight) == expected
+    assert tuple(est.expected_length(k, pessimistic, prior, weight) for k in range(k_max + 1)) == expected
 
 
 def test_optimistic_lengths_bound_the_estimate_from_above_and_tighten_with_evidence() -> None:
