@@ -2,7 +2,7 @@
 a real speculator's does. Copy-heavy code at temperature 0 accepts at every position; `specgate bench`'s chat
 requests (random words, temperature 1.5) almost never: vLLM drafts greedily and, under sampling, accepts a draft with
 the target's probability of it. Measured on the knee testbed with 12 requests per route (bench/drafter_acceptance.py,
-docs/testbeds.md): 1.0 at every position against 0.0; the bounds here leave wide room."""
+docs/testbeds.md): 1.00 at every position against 0.03 at the first; the bounds here leave wide room."""
 
 from __future__ import annotations
 
@@ -46,31 +46,29 @@ def test_the_trained_drafter_accepts_by_route(draft_engine: EngineSpec) -> None:
     assert chat < 0.3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="vLLM 0.32's CPU build: under speculation a request sampled at temperature > 0 comes out as garbage, and "
-    "a greedy request batched with one is sampled too (its text changes, its drafts are rejected); without "
-    "speculation both are right. docs/testbeds.md. Strict: when an engine fixes it this test passes, and fails, so "
-    "the figures measured on mixed batches can be redone.",
-)
 def test_a_greedy_answer_does_not_change_when_a_sampled_request_shares_its_batch(draft_engine: EngineSpec) -> None:
-    """Seen with n-gram drafting too (on the knee testbed), where it depends on whether the drafter proposes; with a
-    draft model every step drafts. The sampled request is long, so it shares every step of the greedy one."""
-    engine = draft_engine
+    """vLLM 0.32's CPU build divided the target logits of every batch with a sampled request by uninitialised memory
+    under speculation (its expand-kernel override never wrote its output): sampled answers were garbage, and greedy
+    answers sharing their batch too. backends/vllm_cpu_fix.py corrects it in the engine's workers. The sampled
+    request is long, so it shares every step of the greedy one."""
     code = {"model": MODEL, "prompt": "import os\nimport sys\nimport os\nimport sys\nimport", "max_tokens": 32}
-    chat = {"model": MODEL, "prompt": "tea moon river quiet seven blue stone paper", "max_tokens": 32}
+    chat = {"model": MODEL, "prompt": "tea moon river quiet seven blue stone paper", "max_tokens": 400}
 
     async def both() -> str:
-        async with httpx.AsyncClient(base_url=engine.url, timeout=120) as client:
+        async with httpx.AsyncClient(base_url=draft_engine.url, timeout=120) as client:
             greedy, _ = await asyncio.gather(
                 client.post("/v1/completions", json={**code, "temperature": 0, "ignore_eos": True}),
-                client.post(
-                    "/v1/completions",
-                    json={**chat, "temperature": 1.5, "seed": 1, "ignore_eos": True, "max_tokens": 400},
-                ),
+                client.post("/v1/completions", json={**chat, "temperature": 1.5, "seed": 1, "ignore_eos": True}),
             )
         return str(greedy.json()["choices"][0]["text"])
 
-    alone = httpx.post(f"{engine.url}/v1/completions", json={**code, "temperature": 0, "ignore_eos": True}, timeout=120)
+    url = f"{draft_engine.url}/v1/completions"
+    alone = httpx.post(url, json={**code, "temperature": 0, "ignore_eos": True}, timeout=120)
     assert alone.status_code == 200
     assert asyncio.run(both()) == alone.json()["choices"][0]["text"]
+    # Sampled at a low temperature, the target is all but sure of the drafter's tokens: they are accepted (before
+    # the fix, 0-1 of 4 per step), and the answer is the greedy one's copy-heavy text, not noise.
+    cool = httpx.post(url, json={**code, "temperature": 0.05, "seed": 3, "ignore_eos": True}, timeout=120).json()
+    spec = parse_spec_metrics(cool)
+    assert spec is not None and spec.accepted_tokens > 0.5 * spec.draft_tokens
+    assert cool["choices"][0]["text"].count("import") >= 4
