@@ -7,7 +7,8 @@ No drift (the first `--minutes`): a route mixing copy-heavy code with prose (the
 one, rarely for the other), load stepping through 1, 4, 8 and 2 clients every 90 s, k moved by the controller (and
 its exploration) and by admin pins every 4 minutes, and the engine restarted once halfway (vLLM killed and started
 again: the gateway sees it down, then back with its counters reset). Then drift: the target's sampling made hotter
-(temperature 0.3 on the copy-heavy prompts: the n-gram drafter keeps proposing, the target rejects; k pinned at 4)
+(temperature 1.0 on the copy-heavy prompts: the target accepts ~15% of first drafts against ~60% greedy; k pinned
+at 4; 0.3 before the CPU sampling fix, docs/testbeds.md)
 until the alert fires; then undone until it resolves. Alerts are counted at a real webhook receiver (tests/receiver.py).
 """
 
@@ -49,7 +50,7 @@ def _body(kind: str, rng: random.Random, model: str) -> dict[str, Any]:
         "model": model,
         "prompt": PROSE if prose else COPY,
         "max_tokens": 48,
-        "temperature": 0.3 if kind == "hot" else 0.0,
+        "temperature": 1.0 if kind == "hot" else 0.0,
         "seed": rng.randint(0, 10**6),
         "stream": True,
     }
