@@ -16,6 +16,15 @@ def gauge(text: str, name: str) -> float:
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(f"{name}{{"))
 
 
+async def engine_metrics(client: httpx.AsyncClient) -> str:
+    """The engine's /metrics text. A GET is safe to send again: once more after a transport error (a kept-alive
+    connection the engine closed as it was reused: CI lost a scrape so, failing a test about something else)."""
+    try:
+        return (await client.get("/metrics", timeout=10)).text
+    except httpx.TransportError:
+        return (await client.get("/metrics", timeout=10)).text
+
+
 @contextlib.asynccontextmanager
 async def busy(client: httpx.AsyncClient, body: Mapping[str, Any], workers: int, running: int) -> AsyncIterator[None]:
     """`workers` copies of `body` kept in flight (each replaced as soon as it ends) until the block exits; entered
@@ -46,7 +55,7 @@ async def busy(client: httpx.AsyncClient, body: Mapping[str, Any], workers: int,
             failed = [t.exception() for t in tasks if t.done()]
             assert not failed, f"a load request failed: {failed}"
             assert time.monotonic() < deadline, f"the engine never ran {running} requests at once (last {seen})"
-            seen = gauge((await client.get("/metrics", timeout=10)).text, "vllm:num_requests_running")
+            seen = gauge(await engine_metrics(client), "vllm:num_requests_running")
             await asyncio.sleep(0.05)
         yield
     finally:

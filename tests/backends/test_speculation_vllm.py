@@ -14,7 +14,7 @@ from specgate.backends.launcher import EngineSpec
 from specgate.backends.vllm_metrics import parse_vllm_metrics
 from specgate.controllers.observations import Observation
 
-from tests.backends.engine_load import busy
+from tests.backends.engine_load import busy, engine_metrics
 from tests.conftest import MODEL, GatewayServer, engine_pool
 from tests.prom import scrape
 
@@ -295,10 +295,10 @@ def test_step_counters_give_the_batch_drafts_and_step_time_the_engine_ran(engine
 
     async def interval() -> tuple[str, str, float]:
         async with httpx.AsyncClient(base_url=engine.url, timeout=120) as client, busy(client, body, 6, 3):
-            before = (await client.get("/metrics", timeout=10)).text
+            before = await engine_metrics(client)
             started = time.monotonic()
             await asyncio.sleep(1.5)
-            after = (await client.get("/metrics", timeout=10)).text
+            after = await engine_metrics(client)
             return before, after, time.monotonic() - started
 
     before, after, elapsed = asyncio.run(interval())
