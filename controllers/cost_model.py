@@ -354,22 +354,9 @@ class StepCostModel:
         ridge = self._ridge(self._drafting_held / max(self._held, 1))
         if len(moments) == 1:
             return [self._solve_one(moments[0], ridge)]
-        a_raw, h, yy = moments[:, :4, :4], moments[:, :4, 4], moments[:, 4, 4]
-        a = a_raw * self._scale2 + ridge
-        rhs = scale * (h - a_raw @ p)
-        try:
-            deltas = np.linalg.solve(a, rhs[:, :, None])[:, :, 0]
-        except np.linalg.LinAlgError:
-            # One singular shape fails the whole batch: solve them one by one.
-            return [self._solve_one(m, ridge) for m in moments]
-        theta = np.maximum(0.0, p + deltas * scale)
-        spread = np.einsum("si,sij,sj->s", theta, a_raw, theta) - 2 * np.einsum("si,si->s", theta, h)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            errors = np.sqrt(np.maximum(0.0, spread + yy) / yy)
-        return [
-            (theta[n], float(errors[n])) if np.all(np.isfinite(theta[n])) and yy[n] > 0 else None
-            for n in range(len(moments))
-        ]
+        fits = _ridge_fits(moments, p, scale, self._scale2, ridge)
+        # One singular shape fails the whole batch: solve them one by one.
+        return fits if fits is not None else [self._solve_one(m, ridge) for m in moments]
 
     def _solve_one(self, moments: Floats, ridge: Floats) -> tuple[Floats, float] | None:
         """`_solve` for one shape's moments (5 x 5): the refit of every tick, without the batch's overhead."""
@@ -449,6 +436,30 @@ class StepCostModel:
         return self._quality if self._held else 0.0
 
 
+def _ridge_fits(
+    moments: Floats, prior: Floats, scale: Floats, scale2: Floats, ridge: Floats
+) -> list[tuple[Floats, float] | None] | None:
+    """Ridge fits from stacked moments (n, 5, 5), each with its prior, per-coefficient scale, outer(scale, scale) and
+    ridge (stacked (n, ...) or one for all): (theta, relative RMS error) each, None where a fit is not finite; None
+    for all when a system is singular (the caller solves them one by one). The normal equations are the moments'
+    regressor block; the error, sum w (x theta - y)^2 over sum w y^2, is theirs too (w carries 1 / y^2, and every
+    step takes over a microsecond)."""
+    a_raw, h, yy = moments[:, :4, :4], moments[:, :4, 4], moments[:, 4, 4]
+    rhs = scale * (h - np.einsum("mij,mj->mi", a_raw, np.broadcast_to(prior, h.shape)))
+    try:
+        deltas = np.linalg.solve(a_raw * scale2 + ridge, rhs[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
+        return None
+    theta = np.maximum(0.0, prior + deltas * scale)
+    spread = np.einsum("mi,mij,mj->m", theta, a_raw, theta) - 2 * np.einsum("mi,mi->m", theta, h)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        errors = np.sqrt(np.maximum(0.0, spread + yy) / yy)
+    return [
+        (theta[n], float(errors[n])) if np.all(np.isfinite(theta[n])) and yy[n] > 0 else None
+        for n in range(len(moments))
+    ]
+
+
 def refit_pools(models: Sequence[StepCostModel], turn: int) -> None:
     """`refit` of every model, model number `turn` searching its shape if due: the control loop's refit of all its
     pools each tick. The refits without a search that can fold their new samples into kept moments (nearly all, tick
@@ -485,19 +496,9 @@ def refit_pools(models: Sequence[StepCostModel], turn: int) -> None:
     prior = np.stack([model.prior for model, _, _ in plain])
     scale = np.stack([model._scale for model, _, _ in plain])
     ridge = np.stack([model._ridge(model._drafting_held / max(model._held, 1)) for model, _, _ in plain])
-    a_raw, h, yy = moments[:, :4, :4], moments[:, :4, 4], moments[:, 4, 4]
-    a = a_raw * scale[:, :, None] * scale[:, None, :] + ridge
-    rhs = scale * (h - np.einsum("mij,mj->mi", a_raw, prior))
-    try:
-        theta = np.maximum(0.0, prior + np.linalg.solve(a, rhs[:, :, None])[:, :, 0] * scale)
-        spread = np.einsum("mi,mij,mj->m", theta, a_raw, theta) - 2 * np.einsum("mi,mi->m", theta, h)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            errors = np.sqrt(np.maximum(0.0, spread + yy) / yy)
-        fits: list[tuple[Floats, float] | None] = [
-            (theta[i], float(errors[i])) if np.all(np.isfinite(theta[i])) and yy[i] > 0 else None
-            for i in range(len(plain))
-        ]
-    except np.linalg.LinAlgError:  # one singular system fails the batch: each alone
+    scale2 = np.stack([model._scale2 for model, _, _ in plain])
+    fits = _ridge_fits(moments, prior, scale, scale2, ridge)
+    if fits is None:  # one singular system fails the batch: each alone
         fits = [model._solve_one(moments[i], ridge[i]) for i, (model, _, _) in enumerate(plain)]
     for i, (model, row, has_spread) in enumerate(plain):
         cache = model._shape_moments
