@@ -99,6 +99,9 @@ class PoolSpec:
     prior: str = "gpu"
     # The engines' speculation method (cost_model.DRAFTERS): what drafting costs. None: the prior's own t3.
     method: str | None = None
+    # What one draft position costs as a fraction of the prior's step floor, where the operator measured it for the
+    # pool's drafter: replaces the method's round number (cost_model.DRAFTERS). None: the method's.
+    draft_cost: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +257,7 @@ class SpeculationController:
         self._static = {name: rt.k for name, rt in self._routes.items()}
         self._members = {p.name: [rt for rt in self._routes.values() if rt.spec.pool == p.name] for p in self.pools}
         self._estimators = {}
-        self._cost = {p.name: StepCostModel(p.prior, method=p.method) for p in self.pools}
+        self._cost = {p.name: StepCostModel(p.prior, method=p.method, drafter_per_k=p.draft_cost) for p in self.pools}
         self._last_batch: dict[str, float] = {}
         self._engine_steps_at: dict[str, float] = {}
         self._explore = {}
@@ -406,7 +409,8 @@ class SpeculationController:
             name
             for name, pool in self._pools.items()
             if (before := old._pools.get(name)) is not None
-            and (before.max_k, before.method, before.prior) == (pool.max_k, pool.method, pool.prior)
+            and (before.max_k, before.method, before.prior, before.draft_cost)
+            == (pool.max_k, pool.method, pool.prior, pool.draft_cost)
         }
         for name in kept:
             self._pool_acceptance[name] = self._retuned(old._pool_acceptance[name])

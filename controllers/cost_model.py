@@ -128,13 +128,17 @@ class StepCostModel:
         shape_min_samples: int = 30,
         shape_margin: float = 0.1,
         method: str | None = None,
+        drafter_per_k: float | None = None,
     ) -> None:
         # t0, t1, t3 from the prior; t4 (a running drafter's fixed cost per step) starts at 0. A speculation method
-        # (DRAFTERS) replaces t3 and t4 with its drafter's.
+        # (DRAFTERS) replaces t3 and t4 with its drafter's; `drafter_per_k` (a fraction of t0, measured for the
+        # drafter at hand) replaces t3 again.
         self.prior = np.array([*(PRIORS[prior] if isinstance(prior, str) else prior), 0.0], dtype=np.float64)
         if method in DRAFTERS:
             per_k, fixed = DRAFTERS[method]
             self.prior[2:] = (per_k * self.prior[0], fixed * self.prior[0])
+        if drafter_per_k is not None:
+            self.prior[2] = drafter_per_k * self.prior[0]
         self.knee = knee if knee is not None else (KNEES[prior] if isinstance(prior, str) else 0.0)
         self.draft_cost = (
             draft_cost if draft_cost is not None else (DRAFT_COSTS[prior] if isinstance(prior, str) else 1.0)

@@ -512,7 +512,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     phases = tuple(Phase(p.name, args.phase_seconds or p.seconds, p.concurrency, p.code_share) for p in PHASES)
     policies = args.policy or ["static-k0", f"static-k{args.max_k}", "adaptive"]
     try:
-        check_policies(policies, args.max_k)
+        check_policies(policies, args.max_k, args.draft_cost)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -527,6 +527,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         cost_prior=args.cost_prior,
         record=Path(args.record) if args.record else None,
         method=args.method,
+        draft_cost=args.draft_cost,
     )
     print("| policy | " + " | ".join(p.name for p in phases) + " | whole run |")
     print("|---|" + "---|" * (len(phases) + 1))
@@ -756,6 +757,12 @@ def _parser() -> argparse.ArgumentParser:
         help="the engine's speculation method, declared by the gateways' pool: it sets what the controller charges "
         "for drafting (default: ngram)",
     )
+    bench.add_argument(
+        "--draft-cost",
+        type=float,
+        help="the drafting cost per position, as a fraction of the target's step, that the adaptive-draft-cost "
+        "policy's pool declares (speculation.draft_cost; measured for the drafter, docs/testbeds.md)",
+    )
     bench.add_argument("--out", help="JSON result file")
     bench.add_argument(
         "--record", help="write each policy's workload record to RECORD-POLICY.jsonl (for specgate advise)"
@@ -763,7 +770,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--policy",
         action="append",
-        help="'adaptive' (as shipped), 'adaptive-prior' or 'adaptive-no-proposal-rate' (variants), or 'static-kN' "
+        help="'adaptive' (as shipped), 'adaptive-prior', 'adaptive-no-proposal-rate' or 'adaptive-draft-cost' "
+        "(variants; the last needs --draft-cost), or 'static-kN' "
         "(N up to --max-k), in the order to run, each through a fresh gateway (repeatable; any subset; default: "
         "static-k0, static-kMAX, adaptive)",
     )

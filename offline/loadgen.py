@@ -150,7 +150,11 @@ ADAPTIVE: dict[str, dict[str, Any]] = {
     "adaptive": {},
     "adaptive-prior": {"prior_weight": 20.0},
     "adaptive-no-proposal-rate": {"proposal_rate": False},
+    "adaptive-draft-cost": {},
 }
+# Variants whose gateway's pool declares the drafting cost measured for the drafter (run_bench's `draft_cost`,
+# `speculation.draft_cost`) instead of the method's round number.
+DECLARES_DRAFT_COST = frozenset({"adaptive-draft-cost"})
 
 
 def _start_gateway(
@@ -162,7 +166,11 @@ def _start_gateway(
     cost_prior: str = "cpu",
     record: Path | None = None,
     method: str = "ngram",
+    draft_cost: float | None = None,
 ) -> tuple[uvicorn.Server, threading.Thread]:
+    speculation: dict[str, Any] = {"method": method, "max_k": max_k, "per_request_k": True}
+    if draft_cost is not None:
+        speculation["draft_cost"] = draft_cost
     config = validate_config(
         {
             "server": {"port": port},
@@ -172,7 +180,7 @@ def _start_gateway(
                     "name": "engine",
                     "model": model,
                     "endpoints": [engine_url],
-                    "speculation": {"method": method, "max_k": max_k, "per_request_k": True},
+                    "speculation": speculation,
                 }
             ],
             "routing": {
@@ -216,15 +224,18 @@ def run_bench(
     cost_prior: str = "cpu",
     record: Path | None = None,
     method: str = "ngram",
+    draft_cost: float | None = None,
 ) -> dict[str, Any]:
     """Runs every phase for each policy (default: static-k0, static-kmax, adaptive, in that order), each through a
     gateway of its own (a fresh controller: no policy learns from another's traffic); returns (and writes) the
     results. `method`: the engine's speculation method, which the gateways' pool declares (it sets what the controller
-    charges for drafting). First `warm_up_s` of load go to the engine directly (no policy sees them): without
-    it, in runs 9 and 11 (docs/controller.md), the policy that ran first took 40-49 ms per token at k = 0 under high
-    concurrency where the static k = 0 policy later in the same run took 28-37 ms."""
+    charges for drafting); `draft_cost`: the drafting cost per position the `adaptive-draft-cost` policy's pool
+    declares (a fraction of the target's step, measured for the drafter). First `warm_up_s` of load go to the engine
+    directly (no policy sees them): without it, in runs 9 and 11 (docs/controller.md), the policy that ran first took
+    40-49 ms per token at k = 0 under high concurrency where the static k = 0 policy later in the same run took 28-37
+    ms."""
     order = policies or ["static-k0", f"static-k{max_k}", "adaptive"]
-    check_policies(order, max_k)
+    check_policies(order, max_k, draft_cost)
     report: dict[str, Any] = {
         "engine": engine_url,
         "max_k": max_k,
@@ -232,6 +243,7 @@ def run_bench(
         "warm_up_s": warm_up_s,
         "cost_prior": cost_prior,
         "method": method,
+        "draft_cost": draft_cost,
         "policies": {},
         "timeline": {},
     }
@@ -244,7 +256,15 @@ def run_bench(
         # With `record`, each policy's gateway writes the workload record (runtime/recorder.py) to RECORD-POLICY.jsonl.
         recorded = record.with_name(f"{record.name}-{policy}.jsonl") if record is not None else None
         server, thread = _start_gateway(
-            engine_url, served_model, max_k, port + n, ADAPTIVE.get(policy), cost_prior, recorded, method
+            engine_url,
+            served_model,
+            max_k,
+            port + n,
+            ADAPTIVE.get(policy),
+            cost_prior,
+            recorded,
+            method,
+            draft_cost if policy in DECLARES_DRAFT_COST else None,
         )
         try:
             if policy not in ADAPTIVE:
@@ -285,9 +305,12 @@ def _policy_phases(
     return rows, timeline
 
 
-def check_policies(policies: list[str], max_k: int) -> None:
-    """Refuse unknown policy names before any phase runs (a bench takes minutes)."""
+def check_policies(policies: list[str], max_k: int, draft_cost: float | None = None) -> None:
+    """Refuse unknown policy names, and a policy that declares a drafting cost without one, before any phase runs (a
+    bench takes minutes)."""
     for policy in policies:
+        if policy in DECLARES_DRAFT_COST and draft_cost is None:
+            raise ValueError(f"policy {policy!r} declares the measured drafting cost: give --draft-cost")
         k = policy.removeprefix("static-k")
         if policy not in ADAPTIVE and not (k != policy and k.isdigit() and int(k) <= max_k):
             raise ValueError(

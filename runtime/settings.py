@@ -84,7 +84,10 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
         routes.append(RouteSpec(name, _main_pool(config, r.pools), r.k.min, r.k.max, r.k.pin, r.tpot_slo_s))
     if not config.pools:
         return SpeculationController(settings, [], [], now=time.monotonic())
-    pools = [PoolSpec(p.name, p.speculation.max_k, c.cost_prior, p.speculation.method) for p in config.pools]
+    pools = [
+        PoolSpec(p.name, p.speculation.max_k, c.cost_prior, p.speculation.method, p.speculation.draft_cost)
+        for p in config.pools
+    ]
     return SpeculationController(settings, routes, pools, now=time.monotonic())
 
 

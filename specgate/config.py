@@ -163,6 +163,10 @@ class SpeculationConfig(_Strict):
     # Where routes' acceptance is learnt: each answer's per-request metrics, or the engines' counters shared between
     # the routes in flight (docs/engines.md). auto: counters where discovery found answers without metrics.
     acceptance_from: Literal["auto", "per_request", "counters"] = "auto"
+    # What drafting one position costs, as a fraction of the target's decode step, where you measured it for your
+    # drafter (docs/controller.md): the controller's starting point for drafting cost, which its step-time fit then
+    # moves. Unset: a round number by method (draft_model 0.1, eagle/eagle3/mtp 0.04, dflash 0.01).
+    draft_cost: Annotated[float, Field(ge=0, le=2)] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> SpeculationConfig:
@@ -174,6 +178,8 @@ class SpeculationConfig(_Strict):
             raise ValueError("per_request_k needs speculation (method != 'none')")
         if self.acceptance_from == "counters" and self.method == "none":
             raise ValueError("acceptance_from 'counters' needs speculation (method != 'none')")
+        if self.draft_cost is not None and self.method == "none":
+            raise ValueError("draft_cost needs speculation (method != 'none')")
         return self
 
 

@@ -40,6 +40,23 @@ def test_full_pool_config() -> None:
             {"pools": [{"name": "p", "model": "m", "endpoints": ["http://a"], "speculation": {"method": "ngram"}}]},
             "pools.0.speculation",
         ),
+        (
+            {"pools": [{"name": "p", "model": "m", "endpoints": ["http://a"], "speculation": {"draft_cost": 0.02}}]},
+            "pools.0.speculation",
+        ),
+        (
+            {
+                "pools": [
+                    {
+                        "name": "p",
+                        "model": "m",
+                        "endpoints": ["http://a"],
+                        "speculation": {"method": "draft_model", "max_k": 4, "draft_cost": -0.1},
+                    }
+                ]
+            },
+            "pools.0.speculation.draft_cost",
+        ),
         ({"server": {"port": 0}}, "server.port"),
         ({"server": {"prot": 1}}, "server.prot"),
         ({"pools": [{"name": "p", "model": "m", "endpoints": ["http://a"]}] * 2}, "pools"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
@@ -59,6 +60,16 @@ def test_a_pool_whose_drafter_changed_starts_afresh() -> None:
     assert new.cost_model("p") is not old.cost_model("p")
     assert new.estimator("r", "p") is not old.estimator("r", "p")
     assert new.route_status("r")["k"] == 0  # as at a start: nothing is known about this drafter
+
+
+def test_a_pool_whose_declared_drafting_cost_changed_refits_its_step_time() -> None:
+    """The step-time fit starts from the drafting cost: a new one starts it afresh (the acceptance stays learnt only
+    when nothing about the pool changed, as for the other drafter settings)."""
+    old = _learnt()
+    new = SpeculationController(_settings(), [RouteSpec("r", "p", 0, 4)], [PoolSpec("p", 4, "gpu", draft_cost=0.5)])
+    new.carry_from(old)
+    assert new.cost_model("p") is not old.cost_model("p")
+    assert new.cost_model("p").prior[2] == pytest.approx(0.5 * new.cost_model("p").prior[0])
 
 
 def test_admin_flags_carry_over() -> None:

@@ -249,6 +249,18 @@ def test_the_speculation_method_sets_what_drafting_costs() -> None:
     assert plain.predict(4, 0, 4) - plain.predict(4, 0, 0) == pytest.approx(4 * PRIORS["gpu"][2])
 
 
+def test_a_measured_drafting_cost_replaces_the_methods_round_number() -> None:
+    """`speculation.draft_cost`: the operator's measured cost per draft position (a fraction of t0) is the prior's
+    t3; the method's fixed cost per step stays."""
+    from specgate.controllers.cost_model import DRAFTERS
+
+    t0 = PRIORS["gpu"][0]
+    measured = StepCostModel("gpu", method="dflash", drafter_per_k=0.02)
+    per_step = DRAFTERS["dflash"][1] * t0
+    assert measured.predict(4, 0, 4) - measured.predict(4, 0, 0) == pytest.approx(4 * 0.02 * t0 + per_step)
+    assert measured.predict(4, 0, 0) == pytest.approx(StepCostModel("gpu", method="dflash").predict(4, 0, 0))
+
+
 def _spread_samples(model: StepCostModel, n: int, rng: random.Random) -> None:
     for _ in range(n):
         b, kbar = rng.uniform(1, 128), rng.choice([0.0, 0.0, 1.0, 2.5, 4.0])

@@ -77,7 +77,9 @@ def test_the_warm_up_loads_the_engine_directly_and_no_policy_counts_it(warm_up_s
 def test_adaptive_variants_are_known_policies() -> None:
     from specgate.offline.loadgen import ADAPTIVE
 
-    check_policies(list(ADAPTIVE), 4)
+    check_policies(list(ADAPTIVE), 4, draft_cost=0.02)
     assert ADAPTIVE["adaptive"] == {}  # the controller as shipped
+    with pytest.raises(ValueError, match="--draft-cost"):
+        check_policies(["adaptive", "adaptive-draft-cost"], 4)
     with pytest.raises(ValueError, match="adaptive-prior"):
         check_policies(["adaptive-typo"], 4)

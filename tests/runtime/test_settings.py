@@ -32,3 +32,19 @@ def test_rules_keep_every_condition_and_the_priority_order() -> None:
 def test_bounds_cover_the_default_route() -> None:
     bounds = route_bounds(ROUTING)
     assert bounds == {"code": KBounds(), "tenant": KBounds(pin=2), "other": KBounds()}
+
+
+def test_a_pools_declared_drafting_cost_reaches_its_step_time_prior() -> None:
+    from specgate.runtime.settings import build_controller
+
+    from specgate.config import validate_config
+
+    pool = {"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}
+    speculation = {"method": "draft_model", "max_k": 4}
+    declared = build_controller(
+        validate_config({"pools": [{**pool, "speculation": {**speculation, "draft_cost": 0.02}}]})
+    )
+    default = build_controller(validate_config({"pools": [{**pool, "speculation": speculation}]}))
+    t0 = default.cost_model("p").prior[0]
+    assert declared.cost_model("p").prior[2] == 0.02 * t0
+    assert default.cost_model("p").prior[2] == 0.1 * t0  # the draft_model round number (cost_model.DRAFTERS)
