@@ -1,7 +1,8 @@
 """Summarise bench/knee_runs.sh: per phase and over the whole run, each policy's mean TPOT (median [min-max] over
 repetitions) and, per repetition, specgate's adaptive policy over the best baseline of that repetition (the best of
 static k0/k2/k4 and vLLM's own batch-size table, picked per phase in hindsight), median [min-max]; and the whole run
-of that per-phase best as one policy (a batch-size table picking each phase's best k, found in hindsight).
+of that per-phase best as one policy (a batch-size table picking each phase's best k, found in hindsight); and each
+policy's mean TPOT per route and phase (from the requests' timelines), median over repetitions.
 
     python bench/knee_summary.py bench/results/knee
 """
@@ -28,6 +29,26 @@ def _reps(folder: Path) -> list[dict[str, dict[str, Any]]]:
             policies[TABLE] = json.loads(table.read_text())["policies"]["static-k4"]
         reps.append(policies)
     return reps
+
+
+def _route_means(folder: Path) -> dict[tuple[str, str, str], list[float]]:
+    """(policy, phase, route) -> the mean TPOT (ms) of that route's requests in that phase, one per repetition."""
+    out: dict[tuple[str, str, str], list[float]] = {}
+    for path in sorted(folder.glob("rep[0-9]*.json")):
+        report = json.loads(path.read_text())
+        for policy, timeline in report.get("timeline", {}).items():
+            name = TABLE if path.stem.endswith("-table") else policy
+            start = 0.0
+            for phase in report["phases"]:
+                end = start + phase["seconds"]
+                by_route: dict[str, list[float]] = {}
+                for t, tpot, _k, route in timeline:
+                    if start <= t < end:
+                        by_route.setdefault(route, []).append(tpot)
+                for route, values in by_route.items():
+                    out.setdefault((name, phase["name"], route), []).append(statistics.fmean(values))
+                start = end
+    return out
 
 
 def _whole(rows: dict[str, Any]) -> float:
@@ -80,6 +101,14 @@ def main(folder: Path) -> int:
     print(f"\nbest baseline per phase, as one table (hindsight): whole run {_fmt(composite)}")
     if ratios:
         print(f"  adaptive / it: {_fmt(ratios)}  per rep {[round(r, 3) for r in ratios]}")
+    routes = _route_means(folder)
+    if routes:
+        print("\nper route (mean TPOT ms of its requests, median [min-max] over repetitions)")
+        for phase in phases[:-1]:
+            print(f"\n{phase}")
+            for name in names:
+                cells = [f"{route} {_fmt(v)}" for (n, p, route), v in sorted(routes.items()) if (n, p) == (name, phase)]
+                print(f"  {name:12s} " + "   ".join(cells))
     return 0
 
 
