@@ -8,12 +8,16 @@
 #
 #     bash bench/knee_runs.sh     # REPS=3 PORT=8110 TABLE=1-24:2,25-2048:0 OUT=bench/results/knee LOG=/tmp/...
 #     SPEC=draft_model bash bench/knee_runs.sh   # the trained draft model drafts instead of n-gram
+#     POLICIES="static-k1 static-k3 adaptive" TABLE= bash bench/knee_runs.sh   # other policies; TABLE empty: no table run
+#     BENCH_FLAGS="--draft-cost 0.02" POLICIES="adaptive adaptive-draft-cost" TABLE= bash bench/knee_runs.sh
 #     python bench/knee_summary.py bench/results/knee
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
 PORT=${PORT:-8110}
-TABLE=${TABLE:-1-24:2,25-2048:0}
+TABLE=${TABLE-1-24:2,25-2048:0}
+POLICIES=${POLICIES:-static-k0 static-k2 static-k4 adaptive}
+read -r -a BENCH_FLAGS <<<"${BENCH_FLAGS:-}"  # more `specgate bench` flags, e.g. "--draft-cost 0.02"
 OUT=${OUT:-bench/results/knee}
 LOG=${LOG:-/tmp/specgate-knee-engine.log}
 SPEC=${SPEC:-ngram}
@@ -39,14 +43,18 @@ engine_down() {
 trap engine_down EXIT
 
 for rep in $(seq 1 "$REPS"); do
-    order=(static-k0 static-k2 static-k4 adaptive)
-    if ((rep % 2 == 0)); then order=(adaptive static-k4 static-k2 static-k0); fi
+    read -r -a order <<<"$POLICIES"
     policies=()
     for p in "${order[@]}"; do policies+=(--policy "$p"); done
+    if ((rep % 2 == 0)); then  # the order reversed
+        policies=()
+        for ((i = ${#order[@]} - 1; i >= 0; i--)); do policies+=(--policy "${order[i]}"); done
+    fi
     engine_up
-    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" "${policies[@]}" \
+    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" "${policies[@]}" "${BENCH_FLAGS[@]}" \
         --out "$OUT/rep$rep.json"
     engine_down
+    [[ -n "$TABLE" ]] || continue
     engine_up --k-per-batch-size "$TABLE"
     "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" --policy static-k4 \
         --out "$OUT/rep$rep-table.json"

@@ -51,6 +51,11 @@ def _route_means(folder: Path) -> dict[tuple[str, str, str], list[float]]:
     return out
 
 
+def _adaptive(policy: str) -> bool:
+    """specgate's adaptive control, as shipped or a variant (loadgen.ADAPTIVE): not a baseline."""
+    return policy.startswith("adaptive")
+
+
 def _whole(rows: dict[str, Any]) -> float:
     n = sum(r["requests"] for r in rows.values())
     return sum(r["mean_tpot_ms"] * r["requests"] for r in rows.values()) / n
@@ -77,28 +82,32 @@ def main(folder: Path) -> int:
                 if name in rep
             ]
             print(f"  {name:12s} {_fmt(values)}")
-        ratios = []
-        for rep in reps:
-            base = {n: (_whole(r) if phase == "whole" else r[phase]["mean_tpot_ms"]) for n, r in rep.items()}
-            if "adaptive" in base:
-                best = min(v for n, v in base.items() if n != "adaptive")
-                ratios.append(base["adaptive"] / best)
-        if ratios:
-            print(f"  adaptive / best baseline: {_fmt(ratios)}  per rep {[round(r, 3) for r in ratios]}")
+        for ours in [n for n in names if _adaptive(n)]:
+            ratios = []
+            for rep in reps:
+                base = {n: (_whole(r) if phase == "whole" else r[phase]["mean_tpot_ms"]) for n, r in rep.items()}
+                baselines = [v for n, v in base.items() if not _adaptive(n)]
+                if ours in base and baselines:
+                    ratios.append(base[ours] / min(baselines))
+            if ratios:
+                print(f"  {ours} / best baseline: {_fmt(ratios)}  per rep {[round(r, 3) for r in ratios]}")
     # The best baseline of each phase, as one policy: the phases run at different loads (2, 24 and 8 clients), so a
     # batch-size table may take each phase's best k; this is the best such table among the baselines' ks, found in
     # hindsight (it cannot tell the routes apart).
     composite, ratios = [], []
     for rep in reps:
+        if all(_adaptive(n) for n in rep):
+            continue
         rows = [
-            min((r[p] for n, r in rep.items() if n != "adaptive"), key=lambda row: row["mean_tpot_ms"])
+            min((r[p] for n, r in rep.items() if not _adaptive(n)), key=lambda row: row["mean_tpot_ms"])
             for p in phases[:-1]
         ]
         whole = sum(r["mean_tpot_ms"] * r["requests"] for r in rows) / sum(r["requests"] for r in rows)
         composite.append(whole)
         if "adaptive" in rep:
             ratios.append(_whole(rep["adaptive"]) / whole)
-    print(f"\nbest baseline per phase, as one table (hindsight): whole run {_fmt(composite)}")
+    if composite:
+        print(f"\nbest baseline per phase, as one table (hindsight): whole run {_fmt(composite)}")
     if ratios:
         print(f"  adaptive / it: {_fmt(ratios)}  per rep {[round(r, 3) for r in ratios]}")
     routes = _route_means(folder)
