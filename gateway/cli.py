@@ -505,17 +505,18 @@ def _print_table(rows: list[dict]) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from specgate.offline.loadgen import PHASES, Phase, check_policies, run_bench
+    from specgate.offline.loadgen import PHASES, Phase, check_policies, parse_phases, run_bench
     from specgate.runtime.logs import setup_logging
 
     setup_logging("warning")
-    phases = tuple(Phase(p.name, args.phase_seconds or p.seconds, p.concurrency, p.code_share) for p in PHASES)
     policies = args.policy or ["static-k0", f"static-k{args.max_k}", "adaptive"]
     try:
+        chosen = parse_phases(args.phases) if args.phases else PHASES
         check_policies(policies, args.max_k, args.draft_cost)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
+    phases = tuple(Phase(p.name, args.phase_seconds or p.seconds, p.concurrency, p.code_share) for p in chosen)
     report = run_bench(
         args.engine,
         args.model,
@@ -737,6 +738,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--engine", required=True, help="vLLM base URL (started with the scheduler plugin)")
     bench.add_argument("--model", default=DEFAULT_SERVED_NAME, help="the engine's served model name")
     bench.add_argument("--max-k", type=int, default=4)
+    bench.add_argument(
+        "--phases",
+        help="the phases, NAME:SECONDS:CLIENTS:CODE_SHARE,... (default: low-concurrency-mixed:40:2:0.5,"
+        "high-concurrency:40:24:0.5,shift-to-chat:40:8:0.1); e.g. a burst: low:40:2:0.5,burst:15:32:0.5,after:30:2:0.5",
+    )
     bench.add_argument("--phase-seconds", type=float, help="override each phase's length")
     bench.add_argument(
         "--warm-up-seconds",

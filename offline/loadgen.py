@@ -27,7 +27,7 @@ from specgate.offline.progress import Progress
 
 from specgate.config import validate_config
 
-__all__ = ["PHASES", "Phase", "check_policies", "request_body", "run_bench", "verdict"]
+__all__ = ["PHASES", "Phase", "check_policies", "parse_phases", "request_body", "run_bench", "verdict"]
 
 # Copy-heavy work the tiny test model continues verbatim (about 3.4 tokens per verify step at k = 4).
 CODE_PROMPT = "import os\nimport sys\nimport os\nimport sys\nimport os\nimport sys\nimport os\nimport"
@@ -47,6 +47,27 @@ PHASES = (
     Phase("high-concurrency", 40, 24, 0.5),
     Phase("shift-to-chat", 40, 8, 0.1),
 )
+
+
+def parse_phases(spec: str) -> tuple[Phase, ...]:
+    """Phases from `NAME:SECONDS:CLIENTS:CODE_SHARE,...` (e.g. a burst: `low:40:2:0.5,burst:15:32:0.5,after:30:2:0.5`);
+    ValueError naming the bad part."""
+    phases = []
+    for part in spec.split(","):
+        fields = part.strip().split(":")
+        if len(fields) != 4 or not fields[0]:
+            raise ValueError(f"phase {part!r}: expected NAME:SECONDS:CLIENTS:CODE_SHARE")
+        name, seconds, clients, share = fields
+        try:
+            phase = Phase(name, float(seconds), int(clients), float(share))
+        except ValueError:
+            raise ValueError(f"phase {part!r}: SECONDS and CODE_SHARE are numbers, CLIENTS an integer") from None
+        if not (phase.seconds > 0 and phase.concurrency >= 1 and 0.0 <= phase.code_share <= 1.0):
+            raise ValueError(f"phase {part!r}: SECONDS > 0, CLIENTS >= 1 and CODE_SHARE within [0, 1]")
+        phases.append(phase)
+    if len({p.name for p in phases}) != len(phases):
+        raise ValueError("phase names must differ")
+    return tuple(phases)
 
 
 def request_body(route: str, rng: random.Random, max_tokens: int, model: str) -> dict[str, Any]:

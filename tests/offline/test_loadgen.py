@@ -83,3 +83,39 @@ def test_adaptive_variants_are_known_policies() -> None:
         check_policies(["adaptive", "adaptive-draft-cost"], 4)
     with pytest.raises(ValueError, match="adaptive-prior"):
         check_policies(["adaptive-typo"], 4)
+
+
+def test_phases_from_the_command_line() -> None:
+    from specgate.offline.loadgen import Phase, parse_phases
+
+    assert parse_phases("low:40:2:0.5, burst:15:32:0.5,after:30:2:0") == (
+        Phase("low", 40.0, 2, 0.5),
+        Phase("burst", 15.0, 32, 0.5),
+        Phase("after", 30.0, 2, 0.0),
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("low:40:2", "NAME:SECONDS"),
+        (":40:2:0.5", "NAME:SECONDS"),
+        ("low:x:2:0.5", "numbers"),
+        ("low:40:2.5:0.5", "integer"),
+        ("low:0:2:0.5", "SECONDS > 0"),
+        ("low:40:0:0.5", "CLIENTS >= 1"),
+        ("low:40:2:1.5", "CODE_SHARE within"),
+        ("a:1:1:0,a:1:1:0", "differ"),
+    ],
+)
+def test_bad_phases_are_refused_before_anything_runs(
+    spec: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specgate.gateway.cli import main
+    from specgate.offline.loadgen import parse_phases
+
+    with pytest.raises(ValueError, match=message):
+        parse_phases(spec)
+    # The CLI says why and exits 2 before starting a gateway or sending a request (no engine listens there).
+    assert main(["bench", "--engine", "http://127.0.0.1:9", "--phases", spec]) == 2
+    assert "phase" in capsys.readouterr().err
