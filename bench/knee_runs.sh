@@ -56,7 +56,7 @@ for rep in $(seq 1 "$REPS"); do
     engine_down
     [[ -n "$TABLE" ]] || continue
     engine_up --k-per-batch-size "$TABLE"
-    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" --policy static-k4 \
+    "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" --policy static-k4 "${BENCH_FLAGS[@]}" \
         --out "$OUT/rep$rep-table.json"
     engine_down
 done
