@@ -138,6 +138,13 @@ def _bounded(old: Schedule, new: Schedule, max_step: int) -> Schedule:
     return compress(points)
 
 
+def _drafts_less(pairs: Sequence[tuple[Schedule, Schedule]]) -> bool:
+    """Each `(old, new)` pair's `new` never drafts more than its `old` at any batch size of the grid, and one
+    drafts fewer somewhere."""
+    ks = [(k_at(old, b), k_at(new, b)) for old, new in pairs for b in BATCH_GRID]
+    return all(n <= o for o, n in ks) and any(n < o for o, n in ks)
+
+
 def _capped(schedule: Schedule, cap: int) -> Schedule:
     return compress([(lo, min(k, cap)) for lo, k in schedule])
 
@@ -645,12 +652,19 @@ class SpeculationController:
         if gained is not None:
             gain, at, fewer = gained.gain, gained.at, gained.fewer_violations
             last = max(rt.schedule_changed_at for rt in free)
-            if not (gain >= s.hysteresis or fewer):
+            # Hysteresis guards the schedules in force against noise, but drafts that promise nothing have no claim
+            # to that guard: the step-time model leaves out what drafting costs beyond verify time (the drafter's
+            # own compute, KV slots) and a drafter that proposes nothing now may propose again later, so schedules
+            # that draft less everywhere are taken whenever they gain at all. Moving up still needs the margin:
+            # no flapping.
+            less = gain > 0.0 and _drafts_less([(rt.schedule, fresh[rt.spec.name]) for rt in free])
+            if not (gain >= s.hysteresis or fewer or less):
                 note = f"held: best alternative gains {gain:.1%} (hysteresis {s.hysteresis:.0%})"
             elif now - last < s.min_dwell_s:
                 note = f"held: changed {now - last:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
             else:
-                note = f"goodput +{gain:.1%} at batch {at}"
+                note = f"goodput +{gain:.1%} at batch {at}" if gain >= s.hysteresis or fewer else ""
+                note = note or f"goodput +{gain:.2%} at batch {at}, fewer drafts"
                 target.update({rt.spec.name: _bounded(rt.schedule, fresh[rt.spec.name], s.max_step) for rt in free})
             why.update({rt.spec.name: note for rt in free})
         elif self.paused:

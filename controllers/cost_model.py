@@ -80,6 +80,12 @@ DRAFT_COSTS: dict[str, float] = {"gpu": 1.0, "cpu": 0.4, "knee": 0.9}
 # them. Prompt lookup (n-gram, suffix) is not listed: the engine kind's own t3 (PRIORS) stays (zeroing it measured
 # worse: with a drafter that proposes nothing k costs nothing, and a real-engine test saw k rise while acceptance
 # was 0).
+# The least a draft position costs per step, as a fraction of t0, whatever the fit says. A fit over steps that
+# barely differ in k (one request at a time, memory-bound) finds t3 = 0, and then drafts the route never accepts
+# cost nothing and k = 4 ties with k = 0: a real-engine run held k = 4 on a route whose acceptance had fallen to 0.
+# Drafting is never free (the drafter's own pass, the rejection sampler, KV slots); 0.1% of a step per position
+# breaks the tie toward fewer drafts and loses only positions accepted less than ~0.1% of the time.
+MIN_DRAFT_SHARE = 1e-3
 DRAFTERS: dict[str, tuple[float, float]] = {
     "draft_model": (0.1, 0.0),
     "eagle": (0.04, 0.0),
@@ -384,7 +390,13 @@ class StepCostModel:
 
     @staticmethod
     def _floats(theta: Floats) -> tuple[float, float, float, float]:
-        return float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3])
+        """The coefficients `predict` uses: the fit's, with t3 at least `MIN_DRAFT_SHARE` of t0."""
+        return (
+            float(theta[0]),
+            float(theta[1]),
+            max(float(theta[2]), MIN_DRAFT_SHARE * float(theta[0])),
+            float(theta[3]),
+        )
 
     def _samples(self) -> Floats:
         """The window's samples, oldest first."""
