@@ -3,7 +3,9 @@ measured.
 
 One simulator scenario is built from `specgate bench`'s phases as the engine runs recorded them (closed loop: each
 phase's clients and code share, 64-token answers, prompts computed in the step they join), the per-route acceptance
-by draft position measured on the engine (bench/drafter_acceptance.py) and the `knee` step profile, with the
+by draft position measured on the engine (bench/drafter_acceptance.py) and a step profile of the knee engine
+(`--profile`: `knee-counters`, from its step counters, bench/knee_mix_steps.py; or `knee`, the end-to-end
+calibration), with the
 gateway's controller settings of the bench. Each policy runs over `--seeds`; beside it, the engine's runs
 (bench/knee_runs.sh: static k, adaptive, and vLLM's own batch-size table). Per phase: each policy's mean TPOT
 (end-to-end time over tokens, what the bench measures) predicted / measured, and whether the simulator ranks the
@@ -51,7 +53,9 @@ def _alphas(acceptance: Path, drafter: str, route: str) -> tuple[float, ...]:
     return tuple(0.0 if a is None else float(a) for a in row)
 
 
-def scenario(phases: list[dict[str, Any]], acceptance: Path, drafter: str, tokens: int, seed: int) -> Scenario:
+def scenario(
+    phases: list[dict[str, Any]], acceptance: Path, drafter: str, tokens: int, seed: int, profile: str = "knee-counters"
+) -> Scenario:
     ends = list(itertools.accumulate(float(p["seconds"]) for p in phases))
     tok = Tokenizer.from_file(str(TINY_MODEL_DIR / "tokenizer.json"))
     chat_prompt = " ".join(WORDS[:16])  # 16 random words in the bench; their token count hardly varies
@@ -65,7 +69,7 @@ def scenario(phases: list[dict[str, Any]], acceptance: Path, drafter: str, token
         ends[-1],
         ((ends[-1], 0.0),),
         routes,
-        profile="knee",
+        profile=profile,
         seed=seed,
         prompt_tokens=prompt,
         users=tuple((end, int(p["concurrency"])) for end, p in zip(ends, phases, strict=True)),
@@ -110,13 +114,19 @@ def main() -> None:
     ap.add_argument("--table", default="1-4:4,5-2048:0", help="the engine's batch-size table in those runs")
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument(
+        "--profile",
+        default="knee-counters",
+        choices=["knee", "knee-counters"],
+        help="the simulator's step profile: the engine's counters (default) or the end-to-end calibration",
+    )
     ap.add_argument("--out", type=Path, default=Path("bench/results/sim-vs-knee.json"))
     args = ap.parse_args()
     phases, measured = _engine(args.runs)
     table = tuple((hi, k) for _, hi, k in parse_k_per_batch_size(args.table))
     predicted: dict[str, dict[str, list[float]]] = {}
     for seed in range(1, args.seeds + 1):
-        sc = scenario(phases, args.acceptance, args.drafter, args.tokens, seed)
+        sc = scenario(phases, args.acceptance, args.drafter, args.tokens, seed, args.profile)
         for name in ENGINE_POLICIES:
             result = run(sc, _policy(name, sc, table), tick_s=1.0)
             for phase, value in _per_phase(result.e2e_finished, phases).items():

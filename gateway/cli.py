@@ -720,7 +720,9 @@ def _parser() -> argparse.ArgumentParser:
         "--stream", default="specgate:records", help="the stream's key in Redis: <state.namespace>:records"
     )
     adv.add_argument(
-        "--engine-profile", default="gpu", help="the simulator's step-time profile: gpu, cpu, h100-llama8b-eagle"
+        "--engine-profile",
+        default="gpu",
+        help="the simulator's step-time profile: gpu, cpu, knee, knee-counters, h100-llama8b-eagle",
     )
     adv.add_argument("--max-k", type=int, default=None, help="default: the largest k in the record")
     adv.add_argument("--seeds", type=int, default=2, help="simulator seeds per acceptance level")

@@ -65,10 +65,30 @@ def _knee_step(b: float, kbar: float, kmax: float) -> float:
     return t0 + t1 * max(0.0, b * (1.0 + DRAFT_COSTS["knee"] * kbar) - KNEES["knee"]) + t3 * kmax
 
 
+# The knee testbed with its trained drafter, from the engine's own step counters (bench/knee_mix_steps.py;
+# bench/results/knee-drafter-step-counters.json, `two_hinges_prompts_apart`): t0, t1 per token, t2 per token past
+# knee2, c, the tokens a step computes being B (1 + c kbar) plus the prompts joining it. The `knee` profile
+# above came from each request's end-to-end time over its counted steps, which puts k = 4 at 8 clients at 130 ms a
+# step where the counters show 61 ms (1.2x at k = 0, 2.2x at k = 4: the shorter a request, the more of its
+# queueing and prefill lands on each step). Rejected drafts cost the same as accepted ones (chat and code at k = 4,
+# 8 clients: 63-65 ms and 61-62 ms a step; bench/results/knee-drafter-steps-chat-code.json).
+KNEE_COUNTERS = (0.018869, 0.000812, 0.000735, 1.3, 80.0)
+
+
+def _knee_counters_step(b: float, kbar: float, kmax: float) -> float:
+    t0, t1, t2, c, knee2 = KNEE_COUNTERS
+    x = b * (1.0 + c * kbar)
+    return t0 + t1 * x + t2 * max(0.0, x - knee2)
+
+
+# The controller's cost prior for each profile's engine (what the gateway would be configured with there).
+_PRIOR_OF_PROFILE = {"cpu": "cpu", "knee": "knee", "knee-counters": "knee"}
+
 STEP_PROFILES: dict[str, Callable[[float, float, float], float]] = {
     "gpu": _gpu_step,
     "cpu": _cpu_step,
     "knee": _knee_step,
+    "knee-counters": _knee_counters_step,
     "h100-llama8b-eagle": _h100_llama8b_eagle_step,
 }
 
@@ -543,7 +563,7 @@ class Adaptive:
 
     def __post_init__(self) -> None:
         routes = [RouteSpec(r.name, "sim", 0, self.scenario.max_k, None, r.tpot_slo_s) for r in self.scenario.routes]
-        prior = self.scenario.profile if self.scenario.profile in ("cpu", "knee") else "gpu"
+        prior = _PRIOR_OF_PROFILE.get(self.scenario.profile, "gpu")
         pool = PoolSpec("sim", self.scenario.max_k, prior, self.scenario.method)
         self.ctl = SpeculationController(self.settings, routes, [pool])
 

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from specgate.controllers.controller import ControllerSettings
 from specgate.offline.simulator import (
+    KNEE_COUNTERS,
     STEP_PROFILES,
     AdaptiveSchedule,
     RouteScenario,
@@ -138,6 +139,29 @@ def test_published_acceptance_lengths_are_reproduced() -> None:
             accepted += 1
         tokens += accepted + 1
     assert tokens / steps == pytest.approx(published[3], rel=0.02)
+
+
+def test_knee_counters_profile_is_the_committed_calibration() -> None:
+    """The `knee-counters` profile is what bench/knee_mix_steps.py fitted to the knee engine's step counters (prompts
+    priced apart, as the simulator computes them); a new calibration must update the constants."""
+    import json
+
+    path = Path(__file__).resolve().parents[2] / "bench/results/knee-drafter-step-counters.json"
+    fitted = json.loads(path.read_text())["two_hinges_prompts_apart"]
+    assert fitted["prompt_cost"] == 1.0 and fitted["rel_rms_error"] < 0.1
+    keys = ("t0_s", "t1_s", "t2_s", "draft_cost", "knee2_tokens")
+    assert tuple(fitted[k] for k in keys) == pytest.approx(KNEE_COUNTERS, rel=1e-6)
+    step = STEP_PROFILES["knee-counters"]
+    # Every reading within 20% (19 ms alone at k = 0, ~62 ms at 8 clients and k = 4, ~300 ms at 32 and k = 4): the
+    # batch, drafts per request-step and prompt tokens per step as the engine ran them, the prompts passed the way
+    # the simulator passes those joining a step.
+    rows = json.loads(path.read_text())["rows"]
+    for row in rows:
+        x_prompt = row["prompt_tokens_per_step"]
+        predicted = step(
+            row["batch"] + x_prompt, row["batch"] * row["drafts_per_request_step"] / (row["batch"] + x_prompt), row["k"]
+        )
+        assert predicted * 1000 == pytest.approx(row["step_ms"], rel=0.2)
 
 
 def test_published_h100_profile_is_memory_bound_at_small_batch() -> None:
