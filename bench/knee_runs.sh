@@ -3,7 +3,8 @@
 #   1. the knee engine (n-gram, plugin) runs static-k0, static-k2, static-k4 and adaptive through fresh gateways
 #      (`specgate bench`; the order reversed on every other repetition);
 #   2. the same engine restarted with vLLM's own batch-size table (dynamic speculative decoding, $TABLE) runs
-#      static-k4 through a gateway: every request may draft 4, the engine's table decides k at each step.
+#      static-k4 through a gateway: every request may draft 4, the engine's table decides k at each step
+#      (before step 1 on every other repetition).
 # Nothing else should run on the machine meanwhile. Results: $OUT/rep<N>.json and $OUT/rep<N>-table.json.
 #
 #     bash bench/knee_runs.sh     # REPS=3 PORT=8110 TABLE=1-24:2,25-2048:0 OUT=bench/results/knee LOG=/tmp/...
@@ -42,9 +43,9 @@ engine_down() {
 }
 trap engine_down EXIT
 
-for rep in $(seq 1 "$REPS"); do
+run_policies() {  # rep
+    local rep=$1 order policies=()
     read -r -a order <<<"$POLICIES"
-    policies=()
     for p in "${order[@]}"; do policies+=(--policy "$p"); done
     if ((rep % 2 == 0)); then  # the order reversed
         policies=()
@@ -54,9 +55,23 @@ for rep in $(seq 1 "$REPS"); do
     "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" "${policies[@]}" "${BENCH_FLAGS[@]}" \
         --out "$OUT/rep$rep.json"
     engine_down
-    [[ -n "$TABLE" ]] || continue
+}
+
+run_table() {  # rep
     engine_up --k-per-batch-size "$TABLE"
     "$SG" bench --engine "http://127.0.0.1:$PORT" --model specgate-knee --cost-prior knee --method "$SPEC" --policy static-k4 "${BENCH_FLAGS[@]}" \
-        --out "$OUT/rep$rep-table.json"
+        --out "$OUT/rep$1-table.json"
     engine_down
+}
+
+for rep in $(seq 1 "$REPS"); do
+    if [[ -z "$TABLE" ]]; then
+        run_policies "$rep"
+    elif ((rep % 2 == 0)); then  # the table's run first on every other repetition too
+        run_table "$rep"
+        run_policies "$rep"
+    else
+        run_policies "$rep"
+        run_table "$rep"
+    fi
 done

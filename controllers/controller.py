@@ -407,8 +407,9 @@ class SpeculationController:
         """Go on from `old` after a config reload: what it learnt about routes and pools that still exist
         (acceptance, step-time fits, KV pressure; each route's k and schedule within its new bounds), its decision
         log, admin pins and flags, and versions that keep growing. New routes and pools start fresh, as does a pool
-        whose max k, speculation method or cost prior changed (its fits describe another drafter or engine), and a
-        route that now runs on another pool."""
+        whose max k or speculation method changed (what it learnt describes another drafter), and a route that now
+        runs on another pool. A pool whose cost prior or declared drafting cost changed keeps its acceptance (the
+        drafter is the same) and starts its step-time fit afresh (the fit starts from those)."""
         self.version, self.ticks = old.version + 1, old.ticks
         self.paused, self.kill_switch = old.paused, old.kill_switch
         self.log.extend(old.log)
@@ -416,12 +417,13 @@ class SpeculationController:
             name
             for name, pool in self._pools.items()
             if (before := old._pools.get(name)) is not None
-            and (before.max_k, before.method, before.prior, before.draft_cost)
-            == (pool.max_k, pool.method, pool.prior, pool.draft_cost)
+            and (before.max_k, before.method) == (pool.max_k, pool.method)
         }
         for name in kept:
             self._pool_acceptance[name] = self._retuned(old._pool_acceptance[name])
-            self._cost[name] = old._cost[name]
+            before, pool = old._pools[name], self._pools[name]
+            if (before.prior, before.draft_cost) == (pool.prior, pool.draft_cost):
+                self._cost[name] = old._cost[name]
             if self.settings.kv_cap:
                 kv, was = self._kv[name], old._kv[name]
                 kv.cap, kv.reason, kv._calm_since = was.cap, was.reason, was._calm_since
@@ -663,8 +665,10 @@ class SpeculationController:
             elif now - last < s.min_dwell_s:
                 note = f"held: changed {now - last:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
             else:
-                note = f"goodput +{gain:.1%} at batch {at}" if gain >= s.hysteresis or fewer else ""
-                note = note or f"goodput +{gain:.2%} at batch {at}, fewer drafts"
+                past = gain >= s.hysteresis or fewer
+                note = (
+                    f"goodput +{gain:.1%} at batch {at}" if past else f"goodput +{gain:.2%} at batch {at}, fewer drafts"
+                )
                 target.update({rt.spec.name: _bounded(rt.schedule, fresh[rt.spec.name], s.max_step) for rt in free})
             why.update({rt.spec.name: note for rt in free})
         elif self.paused:

@@ -62,14 +62,19 @@ def test_a_pool_whose_drafter_changed_starts_afresh() -> None:
     assert new.route_status("r")["k"] == 0  # as at a start: nothing is known about this drafter
 
 
-def test_a_pool_whose_declared_drafting_cost_changed_refits_its_step_time() -> None:
-    """The step-time fit starts from the drafting cost: a new one starts it afresh (the acceptance stays learnt only
-    when nothing about the pool changed, as for the other drafter settings)."""
+@pytest.mark.parametrize("pool", [PoolSpec("p", 4, "gpu", draft_cost=0.5), PoolSpec("p", 4, "cpu")], ids=str)
+def test_a_pool_whose_cost_settings_changed_refits_its_step_time_and_keeps_its_acceptance(pool: PoolSpec) -> None:
+    """The step-time fit starts from the cost prior and the declared drafting cost: a new one starts it afresh. The
+    drafter is the same, so what the routes' acceptance taught stays, and so do their k and schedules."""
     old = _learnt()
-    new = SpeculationController(_settings(), [RouteSpec("r", "p", 0, 4)], [PoolSpec("p", 4, "gpu", draft_cost=0.5)])
+    new = SpeculationController(_settings(), [RouteSpec("r", "p", 0, 4)], [pool])
     new.carry_from(old)
     assert new.cost_model("p") is not old.cost_model("p")
-    assert new.cost_model("p").prior[2] == pytest.approx(0.5 * new.cost_model("p").prior[0])
+    if pool.draft_cost is not None:
+        assert new.cost_model("p").prior[2] == pytest.approx(0.5 * new.cost_model("p").prior[0])
+    assert new.estimator("r", "p") is old.estimator("r", "p")
+    assert new.route_status("r")["k"] == old.route_status("r")["k"] >= 3
+    assert new.table().routes["r"].schedule == old.table().routes["r"].schedule
 
 
 def test_admin_flags_carry_over() -> None:
