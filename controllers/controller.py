@@ -421,8 +421,8 @@ class SpeculationController:
         }
         for name in kept:
             self._pool_acceptance[name] = self._retuned(old._pool_acceptance[name])
-            before, pool = old._pools[name], self._pools[name]
-            if (before.prior, before.draft_cost) == (pool.prior, pool.draft_cost):
+            spec_was, spec_now = old._pools[name], self._pools[name]
+            if (spec_was.prior, spec_was.draft_cost) == (spec_now.prior, spec_now.draft_cost):
                 self._cost[name] = old._cost[name]
             if self.settings.kv_cap:
                 kv, was = self._kv[name], old._kv[name]
