@@ -28,7 +28,7 @@ from typing import Any
 from specgate.controllers.cost_model import StepCostModel, StepSample, refit_pools, stacked_predictor
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.controllers.estimator import AcceptanceEstimator
-from specgate.controllers.k_schedule import Schedule, compress, encode, k_at
+from specgate.controllers.k_schedule import Schedule, compress, encode, k_at, on_grid
 from specgate.controllers.kv_pressure import KvPressure, KvReading
 from specgate.controllers.observations import Observation
 from specgate.controllers.policy import (
@@ -141,7 +141,7 @@ def _bounded(old: Schedule, new: Schedule, max_step: int) -> Schedule:
 def _drafts_less(pairs: Sequence[tuple[Schedule, Schedule]]) -> bool:
     """Each `(old, new)` pair's `new` never drafts more than its `old` at any batch size of the grid, and one
     drafts fewer somewhere."""
-    ks = [(k_at(old, b), k_at(new, b)) for old, new in pairs for b in BATCH_GRID]
+    ks = [(o, n) for old, new in pairs for o, n in zip(on_grid(old, BATCH_GRID), on_grid(new, BATCH_GRID), strict=True)]
     return all(n <= o for o, n in ks) and any(n < o for o, n in ks)
 
 
@@ -659,13 +659,12 @@ class SpeculationController:
             # own compute, KV slots) and a drafter that proposes nothing now may propose again later, so schedules
             # that draft less everywhere are taken whenever they gain at all. Moving up still needs the margin:
             # no flapping.
-            less = gain > 0.0 and _drafts_less([(rt.schedule, fresh[rt.spec.name]) for rt in free])
-            if not (gain >= s.hysteresis or fewer or less):
+            past = gain >= s.hysteresis or fewer
+            if not (past or (gain > 0.0 and _drafts_less([(rt.schedule, fresh[rt.spec.name]) for rt in free]))):
                 note = f"held: best alternative gains {gain:.1%} (hysteresis {s.hysteresis:.0%})"
             elif now - last < s.min_dwell_s:
                 note = f"held: changed {now - last:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
             else:
-                past = gain >= s.hysteresis or fewer
                 note = (
                     f"goodput +{gain:.1%} at batch {at}" if past else f"goodput +{gain:.2%} at batch {at}, fewer drafts"
                 )

@@ -49,7 +49,8 @@ class Assignment:
 
 def evaluate(routes: Sequence[RouteState], ks: Mapping[str, int], batch: float, step_time: StepTime) -> Assignment:
     total_share = sum(r.share for r in routes) or 1.0
-    kbar = sum(r.share * r.proposal_rate * ks[r.name] for r in routes) / total_share
+    # Shares normalised first: a decayed share can be denormal, and its product with q would underflow to 0.
+    kbar = sum((r.share / total_share) * r.proposal_rate * ks[r.name] for r in routes)
     kmax = max((ks[r.name] for r in routes if r.share > 0), default=0)
     step = step_time(batch, kbar, kmax)
     base = step_time(batch, 0.0, 0.0)
