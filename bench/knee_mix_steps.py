@@ -43,16 +43,13 @@ from specgate.offline.loadgen import request_body
 MODEL = "specgate-knee"
 
 
-async def _client(http: httpx.AsyncClient, url: str, route: str, k: int, tokens: int, until: float, seed: int) -> int:
+async def _client(http: httpx.AsyncClient, url: str, route: str, k: int, tokens: int, until: float, seed: int) -> None:
     rng = random.Random(seed)
-    done = 0
     while time.monotonic() < until:
         body = request_body(route, rng, tokens, MODEL)
         body.update(stream=False, ignore_eos=True, vllm_xargs={"num_speculative_tokens": k})
         r = await http.post(f"{url}/v1/completions", json=body)
         r.raise_for_status()
-        done += int(r.json()["usage"]["completion_tokens"])
-    return done
 
 
 async def _snapshot(http: httpx.AsyncClient, url: str) -> tuple[EngineSnapshot, float]:
@@ -119,8 +116,9 @@ def two_hinges(rows: list[dict[str, Any]], prompt_cost: float = 0.0) -> dict[str
             rel = (cols @ coef - y) / y
             err = float(np.sqrt(np.mean(rel * rel)))
             if best is None or err < best["rel_rms_error"]:
-                best = {"t0_s": coef[0], "t1_s": coef[1], "t2_s": coef[2], "draft_cost": c, "knee2_tokens": knee}
-                best = {key: float(v) for key, v in best.items()} | {"prompt_cost": prompt_cost, "rel_rms_error": err}
+                t0, t1, t2 = (float(v) for v in coef)
+                best = {"t0_s": t0, "t1_s": t1, "t2_s": t2, "draft_cost": float(c), "knee2_tokens": float(knee)}
+                best |= {"prompt_cost": prompt_cost, "rel_rms_error": err}
     assert best is not None
     return {key: round(value, 6) for key, value in best.items()}
 
