@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# setup.py and the C source: the classifier's C pass is built by the editable install.
+$(STAMP): pyproject.toml setup.py controllers/_ngram_scores.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,engine,plots]'

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Wheel smoke test: build specgate's wheel and use it the two ways it is installed, far from the checkout.
-#   1. the wheel: one top-level package (`specgate`), with its package data (classifier model, dashboards);
+#   1. the wheel: one top-level package (`specgate`), with its package data (classifier model, dashboards) and the
+#      classifier's C pass;
 #   2. full install (fresh venv, with dependencies): `specgate check-config`, `specgate dashboards check`, and a
 #      gateway that routes a request by the bundled classifier (against a fake upstream, not an engine);
 #   3. light install (`pip install --no-deps`, as in an engine's environment, docs/vllm-plugin.md): the vLLM
@@ -73,6 +74,9 @@ if tops - info != {"specgate"} or len(info) != 1:
 data = [src / "controllers" / "data" / "route-classifier.npz", src / "dashboards" / "alerts.yaml"]
 data += sorted((src / "dashboards" / "json").glob("*.json"))
 data += sorted((src / "dashboards" / "provisioning").glob("*/*.yaml"))
+if not any(n.startswith("specgate/controllers/_ngram_scores") and n.endswith(".so") for n in names):
+    print("  the classifier's C pass (specgate/controllers/_ngram_scores*.so) was not built into the wheel")
+    ok = False
 if len(list((src / "dashboards" / "json").glob("*.json"))) != 3:
     print("  the checkout should have three dashboards/json/*.json")
     ok = False
@@ -102,6 +106,9 @@ cd "$RUN"
 where=$("$FULL/bin/python" -c 'import specgate; print(specgate.__file__)')
 [[ $where == "$FULL"/* ]] || fail "specgate imported from $where, not from the fresh venv"
 pass "installed with dependencies into a fresh venv ($where)"
+"$FULL/bin/python" -c 'from specgate.runtime.classifier_files import BUNDLED_MODEL, load_model
+assert load_model(BUNDLED_MODEL).native' || fail "the installed classifier does not run its C pass"
+pass "the installed classifier runs its C pass (controllers/_ngram_scores.c)"
 
 cat >"$RUN/specgate.yaml" <<'EOF'
 server: {host: 127.0.0.1, port: 8000}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import subprocess
 import sysconfig
 import time
 from pathlib import Path
@@ -38,8 +39,14 @@ def measure(model, bodies: list[dict], repeat: int) -> np.ndarray:  # type: igno
 
 
 def classifier_at(rev: str) -> ModuleType:
-    """The classifier module as it was at git revision `rev`, imported under a name of its own."""
-    return module_at(rev, "controllers/classifier.py", "classifier_at_rev")
+    """The classifier module as it was at git revision `rev`, imported under a name of its own, with the pattern
+    prefilter of that revision where it had one."""
+    try:
+        module_at(rev, "controllers/pattern_prefilter.py", "pattern_prefilter_at_rev")
+    except subprocess.CalledProcessError:  # older than the prefilter
+        return module_at(rev, "controllers/classifier.py", "classifier_at_rev")
+    rewrite = {"specgate.controllers.pattern_prefilter import": "pattern_prefilter_at_rev import"}
+    return module_at(rev, "controllers/classifier.py", "classifier_at_rev", rewrite)
 
 
 def main() -> None:

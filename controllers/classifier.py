@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import math
 import re
 import zlib
@@ -20,7 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from specgate.controllers.pattern_prefilter import GramIndex, PatternSet
+from specgate.controllers.pattern_prefilter import GramIndex, PatternSet, Spots
+
+_native: Any = None
+try:  # the n-gram pass in C (controllers/_ngram_scores.c), built where a compiler was there; else the numpy path
+    _native = importlib.import_module("specgate.controllers._ngram_scores")
+except ImportError:  # pragma: no cover - an install without a C compiler
+    _native = None
 
 __all__ = [
     "DEFAULT_LABELS",
@@ -124,6 +131,8 @@ def _code_lines(text: str) -> tuple[int, int]:
     """(lines, lines that look like code), lines as str.splitlines counts them (an empty text is one line)."""
     if _OTHER_LINE_BREAKS.search(text) is None:
         lines = text.count("\n") + (not text.endswith("\n"))
+        if _native is not None:  # the same test in C (tests/controllers/test_classifier_native.py)
+            return max(lines, 1), _native.code_lines(text)
         return max(lines, 1), len(_CODE_LINE_STARTS.findall("\n" + text))
     split = text.splitlines() or [""]
     return len(split), sum(1 for line in split if _CODE_LINE.match(line))
@@ -158,8 +167,11 @@ def _script(text: str) -> str:
     kana, cjk, cyrillic, latin or none."""
     if text.isascii():  # most prompts: no need to count the other scripts' letters
         return "latin" if _ASCII_LETTER.search(text) else "none"
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    bins = np.bincount(np.searchsorted(_SCRIPT_EDGES, codes, side="right"), minlength=len(_SCRIPT_EDGES) + 1).tolist()
+    if _native is not None:
+        bins = _native.bin_counts(text, _SCRIPT_EDGES)
+    else:  # an install without the C module
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        bins = np.bincount(np.searchsorted(_SCRIPT_EDGES, codes, "right"), minlength=len(_SCRIPT_EDGES) + 1).tolist()
     best, most = "none", 0
     for name, where in _SCRIPT_BINS.items():
         n = sum(bins[i] for i in where)
@@ -198,7 +210,10 @@ _TASK_PATTERNS = PatternSet(_TASK_WORDS)
 
 
 def _task_words(
-    lowered: str, ask_chars: int, in_ask: Collection[str] | None = None, in_rest: Collection[str] | None = None
+    lowered: str,
+    ask_chars: int,
+    in_ask: Collection[str] | Spots | None = None,
+    in_rest: Collection[str] | Spots | None = None,
 ) -> list[str]:
     """The task words found in the first `ask_chars` characters, and those found only after them. `in_ask` /
     `in_rest`: the patterns that may match there, where the caller knows (a superset; see GramIndex)."""
@@ -208,41 +223,123 @@ def _task_words(
     return [f"word:{name}:ask" for name in found_ask] + [f"word:{name}:body" for name in found_rest]
 
 
-def _has_trace(lowered: str, candidate: bool | None) -> bool:
-    if candidate is False:
-        return False
-    return bool(_TRACEBACK.matching(lowered, None if candidate is None else ("trace",)))
+def _has_trace(lowered: str, spots: Spots | None) -> bool:
+    return bool(_TRACEBACK.matching(lowered, spots))
 
 
 def _bucket(n: int) -> int:
     return n.bit_length()
 
 
-def shape_cues(
-    user: str, system: str, ask_chars: int, lowered: str | None = None, trace_candidate: bool | None = None
-) -> list[str]:
-    """Coarse facts about a request's shape that n-grams miss: how much of it is code, a traceback, the script of
-    the ask and of the rest, its length, whether a system prompt came with it. `lowered`: `user.lower()`, where the
-    caller has it already; `trace_candidate`: whether a traceback pattern may match, where the caller knows (None: scan
-    for its literals here)."""
+# The shape cues' names, in the order of the facts `_shape_facts` returns (the last fact, "mostly code", is combined
+# with three of them instead).
+_SHAPE_NAMES = (
+    "len",
+    "lines",
+    "code",
+    "code-lines",
+    "fence",
+    "trace",
+    "ask-script",
+    "body-script",
+    "system",
+    "ask-lines",
+    "question",
+)
+_ShapeFacts = tuple[int, int, int, int, bool, bool, str, str, bool, int, bool, bool]
+
+
+def _shape_facts(user: str, system: str, ask_chars: int, lowered: str, trace_spots: Spots | None) -> _ShapeFacts:
     lines, code_lines = _code_lines(user)
     share = code_lines / lines
     ask = user[:ask_chars]
-    cues = [
-        f"len:{_bucket(len(user))}",
-        f"lines:{_bucket(lines)}",
-        f"code:{min(int(share * 4), 3)}",
-        f"code-lines:{_bucket(code_lines)}",
-        f"fence:{'```' in user}",
-        f"trace:{_has_trace(user.lower() if lowered is None else lowered, trace_candidate)}",
-        f"ask-script:{_script(ask)}",
-        f"body-script:{_script(user[ask_chars : ask_chars * 4])}",
-        f"system:{bool(system)}",
-        f"ask-lines:{ask.count(chr(10))}",
-        f"question:{user.rstrip().endswith(_QUESTION_MARKS)}",
-    ]
-    cues += [f"{c}&code:{share > 0.3}" for c in cues[5:8]]
+    return (
+        _bucket(len(user)),
+        _bucket(lines),
+        min(int(share * 4), 3),
+        _bucket(code_lines),
+        "```" in user,
+        _has_trace(lowered, trace_spots),
+        _script(ask),
+        _script(user[ask_chars : ask_chars * 4]),
+        bool(system),
+        ask.count("\n"),
+        user.rstrip().endswith(_QUESTION_MARKS),
+        share > 0.3,
+    )
+
+
+def _shape_strings(facts: _ShapeFacts) -> list[str]:
+    cues = [f"{name}:{value}" for name, value in zip(_SHAPE_NAMES, facts, strict=False)]
+    cues += [f"{c}&code:{facts[-1]}" for c in cues[5:8]]
     return cues
+
+
+def shape_cues(
+    user: str, system: str, ask_chars: int, lowered: str | None = None, trace_spots: Spots | None = None
+) -> list[str]:
+    """Coarse facts about a request's shape that n-grams miss: how much of it is code, a traceback, the script of
+    the ask and of the rest, its length, whether a system prompt came with it. `lowered`: `user.lower()`, where the
+    caller has it already; `trace_spots`: where a traceback pattern may match in `lowered`, where the caller knows
+    (None: scan for its literals here)."""
+    lowered = user.lower() if lowered is None else lowered
+    return _shape_strings(_shape_facts(user, system, ask_chars, lowered, trace_spots))
+
+
+def _hits(
+    ids: np.ndarray, blocks: list[tuple[int, int, int]], marks: np.ndarray
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(n, start) of the user turn's and of the system prompt's n-grams that fall in a marked bucket, from the ids and
+    their runs (n, start, end) as `_ngram_ids` lays them out (the system prompt's with n < 0)."""
+    user: list[tuple[int, int]] = []
+    system: list[tuple[int, int]] = []
+    hits = np.flatnonzero(marks[ids]).tolist()
+    if not hits:
+        return user, system
+    block = iter(blocks)
+    n, start, end = next(block, (0, 0, 0))
+    for i in hits:
+        while i >= end:
+            n, start, end = next(block, (0, len(ids), len(ids) + 1))
+        if i < start or not n:  # the ask's own (salted) run, or past the last block
+            continue
+        if n > 0:
+            user.append((n, i - start))
+        else:
+            system.append((-n, i - start))
+    return user, system
+
+
+def _rolling_hash(text: str) -> int:
+    """The n-gram hash before salt and mixing, as `_hashed_ngrams` computes it (64-bit wrap-around)."""
+    h = 0
+    for i, c in enumerate(text):
+        h = ord(c) if i == 0 else (h * int(_PRIME) + ord(c)) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def _cue_strings(key: _CueKey) -> list[str]:
+    facts, words, system_words = key
+    return _shape_strings(facts) + list(words) + [f"word:{name}:ask:system" for name in system_words]
+
+
+def _add_spot(spots: dict[str, list[int] | None], name: str, at: int) -> None:
+    if name not in spots:
+        spots[name] = [at]
+        return
+    known = spots[name]
+    if known is not None:  # None: searched in full already
+        known.append(at)
+
+
+def _trace_spots(ask: Spots, rest: Spots, ask_chars: int) -> Spots:
+    """Where the traceback pattern may match in the whole user turn, from its spots in the ask and in the rest."""
+    if "trace" not in ask and "trace" not in rest:
+        return {}
+    a, r = ask.get("trace", ()), rest.get("trace", ())
+    if a is None or r is None:
+        return {"trace": None}
+    return {"trace": [*a, *(p + ask_chars for p in r)]}
 
 
 @functools.cache
@@ -250,7 +347,10 @@ def _gram_index(ngrams: tuple[int, ...]) -> GramIndex:
     return GramIndex((_TASK_PATTERNS, _TRACEBACK), ngrams)
 
 
-_CUE_CACHE_SIZE = 4096  # cue strings come from a small vocabulary; the bound only guards against surprises
+_CUE_CACHE_SIZE = 4096  # cues come from a small vocabulary; the bound only guards against surprises
+
+# What decides a request's cues: its shape facts and the task words found in the ask, the rest and the system prompt.
+_CueKey = tuple[_ShapeFacts, tuple[str, ...], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -270,17 +370,31 @@ class ClassifierModel:
     cue_repeat: int = 4
     _cols: np.ndarray = field(init=False, repr=False, compare=False)
     _cue_cache: dict[str, int] = field(init=False, repr=False, compare=False)
+    _cue_key_cache: dict[_CueKey, list[int]] = field(init=False, repr=False, compare=False)
 
     _marks: np.ndarray = field(init=False, repr=False, compare=False)
+    _key_hashes: np.ndarray = field(init=False, repr=False, compare=False)
+    # The C path's tables: one row of label weights per bucket (None where the C module is not there).
+    _rows: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _bias32: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_cols", np.ascontiguousarray(self.weights, dtype=np.float32))
         object.__setattr__(self, "_cue_cache", {})
+        object.__setattr__(self, "_cue_key_cache", {})
+        native = _native is not None and self.ask_chars > 0 and max(self.ngrams) <= 16 and len(self.labels) <= 64
+        # Padded to a multiple of 8 labels: the C pass adds a row in whole vector registers.
+        rows = np.zeros((self.dim, -(-len(self.labels) // 8) * 8), np.float32) if native else None
+        if rows is not None:
+            rows[:, : len(self.labels)] = self._cols.T
+        object.__setattr__(self, "_rows", rows)
+        object.__setattr__(self, "_bias32", np.ascontiguousarray(self.bias, dtype=np.float32))
         # Buckets where a task-word or traceback literal may start, in the user turn's and the system prompt's spaces.
         grams, mask = _gram_index(self.ngrams), self.dim - 1
         plain = grams.table(lambda key: int(_hashed_ngrams(key, (len(key),), mask)[0]), self.dim)
         salted = grams.table(lambda key: int(_hashed_ngrams(key, (len(key),), mask, _SYSTEM_SALT)[0]), self.dim)
         object.__setattr__(self, "_marks", plain | salted)
+        object.__setattr__(self, "_key_hashes", np.array(sorted(map(_rolling_hash, grams.keys)), dtype=np.uint64))
 
     @property
     def dim(self) -> int:
@@ -295,13 +409,52 @@ class ClassifierModel:
         lowered = user.lower()
         lowered_system = system[: self.system_chars].lower()
         ids, blocks = self._ngram_ids(lowered, lowered_system)
-        ask, rest, in_system = self._literal_candidates(ids, blocks, lowered, lowered_system)
-        cues = shape_cues(user, system, self.ask_chars, lowered, "trace" in ask or "trace" in rest)
-        cues += _task_words(lowered, self.ask_chars, ask, rest)
-        if lowered_system:
-            found = _TASK_PATTERNS.matching(lowered_system, in_system)
-            cues += [f"word:{name}:ask:system" for name in found]
-        return np.concatenate([ids, np.repeat(self._cue_ids(cues), self.cue_repeat)])
+        user_hits, system_hits = _hits(ids, blocks, self._marks)
+        candidates = self._literal_candidates(user_hits, system_hits, lowered, lowered_system)
+        cues = _cue_strings(self._cue_key(user, system, lowered, lowered_system, candidates))
+        return np.concatenate([ids, np.repeat(np.array(self._cue_ids(cues), dtype=np.intp), self.cue_repeat)])
+
+    @property
+    def native(self) -> bool:
+        """Whether this model scores with the C n-gram pass (the features are the same either way)."""
+        return self._rows is not None
+
+    def _native_predict(self, text: str) -> tuple[int, float, list[float]]:
+        """(top label's index, its probability, the logits) from the C pass: the n-grams hashed and their weights
+        summed in one go, then the cues as in `features`."""
+        system, _, user = text.rpartition(SYSTEM_SEPARATOR)
+        user = _bounded(user, self.head_chars, self.tail_chars)
+        lowered = user.lower()
+        lowered_system = system[: self.system_chars].lower()
+        rows, labels, marks = self._rows, len(self.labels), self._marks
+        sums, count, user_hits, system_hits = _native.ngram_scores(
+            lowered, lowered_system, self.ask_chars, self.ngrams, rows, labels, marks, self._key_hashes
+        )
+        candidates = self._literal_candidates(user_hits, system_hits, lowered, lowered_system)
+        key = self._cue_key(user, system, lowered, lowered_system, candidates)
+        cue_ids = self._cue_key_cache.get(key)
+        if cue_ids is None:  # the strings and their ids once per distinct key: a few hundred in all
+            cue_ids = self._cue_ids(_cue_strings(key))
+            if len(self._cue_key_cache) < _CUE_CACHE_SIZE:
+                self._cue_key_cache[key] = cue_ids
+        result: tuple[int, float, list[float]] = _native.finish(
+            sums, count, cue_ids, self.cue_repeat, rows, labels, marks, self._bias32
+        )
+        return result
+
+    def _cue_key(
+        self,
+        user: str,
+        system: str,
+        lowered: str,
+        lowered_system: str,
+        candidates: tuple[dict[str, list[int] | None], ...],
+    ) -> _CueKey:
+        ask, rest, in_system = candidates
+        facts = _shape_facts(user, system, self.ask_chars, lowered, _trace_spots(ask, rest, self.ask_chars))
+        words = tuple(_task_words(lowered, self.ask_chars, ask, rest))
+        found = tuple(_TASK_PATTERNS.matching(lowered_system, in_system)) if lowered_system else ()
+        return facts, words, found
 
     def _ngram_ids(self, lowered: str, lowered_system: str) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
         """Bucket ids of the user turn's n-grams, of its first `ask_chars` characters' (salted) and of the system
@@ -341,45 +494,37 @@ class ClassifierModel:
         return hashed.view(np.int64), blocks
 
     def _literal_candidates(
-        self, ids: np.ndarray, blocks: list[tuple[int, int, int]], lowered: str, lowered_system: str
-    ) -> tuple[set[str], set[str], set[str]]:
+        self, user_hits: list[tuple[int, int]], system_hits: list[tuple[int, int]], lowered: str, lowered_system: str
+    ) -> tuple[dict[str, list[int] | None], ...]:
         """The patterns (task words, traceback) that may match in the ask, in the rest of the user turn and in the
-        system prompt: where an n-gram falls in a marked bucket and its text is a literal's leading n-gram."""
-        grams = _gram_index(self.ngrams)
-        ask = grams.short_candidates(lowered[: self.ask_chars])
-        rest = grams.short_candidates(lowered[self.ask_chars :])
+        system prompt, with where (Spots, each in its own part's coordinates): where an n-gram (n, start) falls in a
+        marked bucket and its text is a literal's leading n-gram."""
+        grams, a = _gram_index(self.ngrams), self.ask_chars
+        ask = grams.short_candidates(lowered[:a])
+        rest = grams.short_candidates(lowered[a:])
         system = grams.short_candidates(lowered_system)
-        hits = np.flatnonzero(self._marks[ids]).tolist()
-        if not hits:
-            return ask, rest, system
-        keys, block = grams.keys, iter(blocks)
-        n, start, end = next(block, (0, 0, 0))
-        for i in hits:
-            while i >= end:
-                n, start, end = next(block, (0, len(ids), len(ids) + 1))
-            if i < start or not n:  # the ask's own (salted) run, or past the last block
-                continue
-            p = i - start
-            if n > 0:
-                names = keys.get(lowered[p : p + n])
-                if names:
-                    (ask if p < self.ask_chars else rest).update(names)
-            else:
-                names = keys.get(lowered_system[p : p - n])
-                if names:
-                    system.update(names)
+        keys = grams.keys
+        for n, p in user_hits:
+            for name in keys.get(lowered[p : p + n], ()):
+                if p < a:
+                    _add_spot(ask, name, p)
+                else:
+                    _add_spot(rest, name, p - a)
+        for n, p in system_hits:
+            for name in keys.get(lowered_system[p : p + n], ()):
+                _add_spot(system, name, p)
         return ask, rest, system
 
-    def _cue_ids(self, cues: list[str]) -> np.ndarray:
+    def _cue_ids(self, cues: list[str]) -> list[int]:
         """Bucket ids of the cues, remembered: a model meets a few hundred distinct cue strings."""
         known = self._cue_cache
         cached = [known.get(c) for c in cues]
         if None not in cached:
-            return np.array(cached, dtype=np.intp)
+            return cached  # type: ignore[return-value]  # no None in it
         ids = [zlib.crc32(c.encode()) & (self.dim - 1) for c in cues]
         if len(known) < _CUE_CACHE_SIZE:
             known.update(zip(cues, ids, strict=True))
-        return np.array(ids, dtype=np.intp)
+        return ids
 
     def _logits(self, feats: np.ndarray) -> np.ndarray:
         if feats.size == 0:
@@ -390,7 +535,7 @@ class ClassifierModel:
         return logits
 
     def probabilities(self, text: str) -> np.ndarray:
-        z = self._logits(self.features(text))
+        z = np.array(self._native_predict(text)[2]) if self.native else self._logits(self.features(text))
         z = np.exp(z - z.max())
         p: np.ndarray = z / z.sum()
         return p
@@ -398,6 +543,9 @@ class ClassifierModel:
     def predict(self, text: str) -> tuple[str, float]:
         """The top label and its probability. Same numbers as `probabilities`, in plain Python: with a handful of
         labels, numpy's per-call overhead is most of a softmax's cost."""
+        if self.native:
+            top, probability, _ = self._native_predict(text)
+            return self.labels[top], probability
         z = self._logits(self.features(text)).tolist()
         top = max(range(len(z)), key=z.__getitem__)
         peak = z[top]

@@ -40,6 +40,52 @@ def test_a_gram_index_keys_literals_by_their_leading_ngram() -> None:
     index = GramIndex([patterns], (3, 4, 5))
     assert index.keys == {"hello": {"a"}, "help ": {"b"}}
     assert dict(index.short) == {"yo": {"a"}, "x": {"b"}}
-    assert index.short_candidates("oh yo") == {"a"} and index.short_candidates("nothing") == set()
+    assert index.short_candidates("oh yo yo") == {"a": [3, 6]} and index.short_candidates("nothing") == {}
     marks = index.table(lambda key: len(key) * 10, 64)
     assert np.flatnonzero(marks).tolist() == [50]
+
+
+_NEAR = {
+    "p": r"abc\b",
+    "q": r"(?<=a)ca",
+    "r": r"\bab.{0,3}x\b",
+    "t": r"ab(?:c|x)?",
+    "u": r"\d*c x",  # no bound on where its literal starts: searched in full
+    "v": r"(?:a|bb)?x7|7 ?zz",  # "x7" starts up to 2 into a match
+}
+
+
+def test_how_far_into_a_match_a_literal_starts() -> None:
+    from specgate.controllers.pattern_prefilter import literal_reach
+
+    assert literal_reach(r"\bab.{0,3}x\b") == 0 and literal_reach(r"(?<=a)ca") == 0
+    assert literal_reach(r"(?:a|bb)?x7|7 ?zz") == 2  # "7 ?zz" gives "7" at 0, "zz" further: the longer one wins
+    assert literal_reach(r"in (?:a few|\d) (?:bullets|lines)") == len("in a few ")
+    assert literal_reach(r"\d*c x") is None and literal_reach(r"\d+") is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["ab", "abc", "bca", "ca", "c", " ", "x", "7", "zz", "bb"]), max_size=40).map("".join),
+    st.lists(st.integers(0, 80), max_size=3),
+)
+def test_matching_at_the_literals_finds_what_a_full_search_finds(text: str, extra: list[int]) -> None:
+    # Spots: every place a pattern's literal starts, plus some that hold none (a superset is allowed).
+    patterns = PatternSet(_NEAR)
+    spots = {
+        name: sorted({m.start() for lit in patterns.anchors(name) for m in re.finditer(f"(?={re.escape(lit)})", text)})
+        + extra
+        for name in _NEAR
+    }
+    expected = [name for name, pattern in _NEAR.items() if re.search(pattern, text)]
+    assert patterns.matching(text, spots) == expected
+    assert patterns.matching(text, dict.fromkeys(_NEAR)) == expected  # None: searched in full
+
+
+def test_matches_are_tried_only_where_the_spots_say() -> None:
+    patterns = PatternSet({"r": r"\bab.{0,3}x\b", "u": r"\d*c x"})
+    text = "ab" + " " * 50 + "abxyx"
+    assert patterns.matching(text, {"r": [0, 52]}) == ["r"]
+    assert patterns.matching(text, {"r": [0]}) == []  # the match at 52 is not tried: spots must be complete
+    assert patterns.matching(text, {"r": []}) == []
+    assert patterns.matching("12c x", {"u": []}) == ["u"]  # no bound on its literal's place: searched in full
