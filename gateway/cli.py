@@ -18,6 +18,10 @@ from typing import Any
 
 from specgate.gateway.serve_options import config_from_args, uvicorn_options
 
+# The simulator's step-time profiles (offline/simulator.py's STEP_PROFILES), named here so that building the parser
+# does not import the simulator into the server's process; tests/offline/test_simulator.py keeps the two in step.
+ENGINE_PROFILES = ("gpu", "cpu", "knee", "knee-counters", "h100-llama8b-eagle")
+
 __all__ = ["main"]
 
 
@@ -722,7 +726,8 @@ def _parser() -> argparse.ArgumentParser:
     adv.add_argument(
         "--engine-profile",
         default="gpu",
-        help="the simulator's step-time profile: gpu, cpu, knee, knee-counters, h100-llama8b-eagle",
+        choices=ENGINE_PROFILES,
+        help=f"the simulator's step-time profile: {', '.join(ENGINE_PROFILES)}",
     )
     adv.add_argument("--max-k", type=int, default=None, help="default: the largest k in the record")
     adv.add_argument("--seeds", type=int, default=2, help="simulator seeds per acceptance level")

@@ -246,3 +246,9 @@ def test_bench_shaped_runs_fixed_answers_prompts_in_their_step_and_a_moving_mix(
     assert (
         moved.shares_at(5.0) == (1.0, 0.0) and moved.shares_at(39.0) == (0.0, 1.0) and base.shares_at(1) == (0.5, 0.5)
     )
+
+
+def test_the_cli_offers_every_step_profile_and_no_other() -> None:
+    from specgate.gateway.cli import ENGINE_PROFILES
+
+    assert sorted(ENGINE_PROFILES) == sorted(STEP_PROFILES)
