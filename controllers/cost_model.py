@@ -207,6 +207,15 @@ class StepCostModel:
         self.samples += 1
         self._dirty = True
 
+    def clear_window(self) -> None:
+        """Forget the window's samples; the coefficients and shape fitted so far stay until the next fit. For when
+        better evidence replaces what the window holds (engine step counters after per-request estimates)."""
+        self._held = self._next = self._drafting_held = 0
+        self._grid_moments = self._shape_moments = None
+        self._evicted.clear()
+        self._searched_at = self.samples
+        self._dirty = False
+
     def pending_search(self) -> int:
         """New samples since the shape was last searched, once a search is due (the window has taken in a tenth of
         its length since); 0 while none is."""

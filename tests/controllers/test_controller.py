@@ -329,6 +329,31 @@ def test_engine_step_counters_fit_the_step_time_and_replace_per_request_timing()
     assert not c.observe_steps("unknown", 100, 1000, 10.0, 0, t)
 
 
+def test_per_request_step_times_leave_the_window_when_the_engine_counters_start() -> None:
+    """Before a pool's first scrape its step time is fitted from per-request estimates (end-to-end time over steps),
+    which carry queueing and the batch at dispatch. Once the counters arrive those estimates leave the window, so a
+    few intervals fit the truth; kept, 200 of them (here 3x the true step) would outweigh 12 intervals."""
+
+    def truth(batch: float, kbar: float) -> float:
+        return 0.012 + 0.00015 * max(0.0, batch * (1 + kbar) - 64)
+
+    c = controller()
+    rng = random.Random(5)
+    for i in range(200):
+        c.observe(obs("r", 0, 0.6, 4 + i % 90, rng, lambda b, k: 3 * truth(b, k)), 0.01 * i)
+    c.tick(2.0, {"p": 8})
+    model = c.cost_model("p")
+    assert model.predict(40, 0.0, 0) > 2 * truth(40, 0.0)  # fitted on the estimates so far
+    t = 2.0
+    for i in range(12):
+        t += 2.0
+        batch, kbar, steps = 4 + (i * 23) % 90, (i % 4) * 0.8, 200.0
+        c.observe_steps("p", steps, steps * batch, steps * batch * truth(batch, kbar), steps * batch * kbar, t)
+        c.tick(t, {"p": batch})
+    for batch, kbar in ((8, 0.0), (40, 2.0), (90, 1.6)):
+        assert model.predict(batch, kbar, 0) == pytest.approx(truth(batch, kbar), rel=0.05)
+
+
 def test_acceptance_evidence_under_a_schedule_is_the_per_step_drafts_alone() -> None:
     """A request dispatched at k=4 whose steps drafted 4, then 2, then nothing (capped to 0 as the batch grew):
     its evidence is the steps with drafts, each at its own k. Without per-step detail a scheduled request gives
