@@ -281,13 +281,16 @@ def test_json_true_reaches_the_plugin_as_one(engine: EngineSpec) -> None:
 def test_step_counters_give_the_batch_drafts_and_step_time_the_engine_ran(engine: EngineSpec) -> None:
     """vLLM's own counters over an interval (controllers/step_evidence.py): six requests capped at k=2 kept in flight
     (tests/backends/engine_load.py), the interval starting once the engine runs at least three at once -> a mean
-    batch above one and at most six, at most two drafts per request-step, a step time below the interval."""
+    batch above one and at most six, at most two drafts per request-step, a step time below the interval. Each
+    request writes 1,900 tokens (seconds of work, longer than the interval): with 400 (well under a second) CI's
+    starved API server handed requests over more slowly than the engine finished them, and the interval ran one at a
+    time (a mean batch of 0.996, twice, each time after the engine had run three at once)."""
     from specgate.backends.vllm_metrics import step_delta
 
     body = {
         "model": MODEL,
         "prompt": COPY_PROMPT,
-        "max_tokens": 400,
+        "max_tokens": 1900,
         "temperature": 0,
         "ignore_eos": True,
         "vllm_xargs": {"num_speculative_tokens": 2},
