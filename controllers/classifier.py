@@ -404,15 +404,19 @@ class ClassifierModel:
         if not self.ask_chars:  # as such models were trained: system prompt and user turn joined by a newline
             text = text.replace(SYSTEM_SEPARATOR, "\n")
             return _hashed_ngrams(_bounded(text, self.head_chars, self.tail_chars).lower(), self.ngrams, self.dim - 1)
-        system, _, user = text.rpartition(SYSTEM_SEPARATOR)
-        user = _bounded(user, self.head_chars, self.tail_chars)
-        lowered = user.lower()
-        lowered_system = system[: self.system_chars].lower()
+        system, user, lowered, lowered_system = self._parts(text)
         ids, blocks = self._ngram_ids(lowered, lowered_system)
         user_hits, system_hits = _hits(ids, blocks, self._marks)
         candidates = self._literal_candidates(user_hits, system_hits, lowered, lowered_system)
-        cues = _cue_strings(self._cue_key(user, system, lowered, lowered_system, candidates))
-        return np.concatenate([ids, np.repeat(np.array(self._cue_ids(cues), dtype=np.intp), self.cue_repeat)])
+        cue_ids = self._cue_ids_of(self._cue_key(user, system, lowered, lowered_system, candidates))
+        return np.concatenate([ids, np.repeat(np.array(cue_ids, dtype=np.intp), self.cue_repeat)])
+
+    def _parts(self, text: str) -> tuple[str, str, str, str]:
+        """(system prompt, user turn bounded to its head and tail, that lowered, the system prompt's read part
+        lowered)."""
+        system, _, user = text.rpartition(SYSTEM_SEPARATOR)
+        user = _bounded(user, self.head_chars, self.tail_chars)
+        return system, user, user.lower(), system[: self.system_chars].lower()
 
     @property
     def native(self) -> bool:
@@ -422,21 +426,13 @@ class ClassifierModel:
     def _native_predict(self, text: str) -> tuple[int, float, list[float]]:
         """(top label's index, its probability, the logits) from the C pass: the n-grams hashed and their weights
         summed in one go, then the cues as in `features`."""
-        system, _, user = text.rpartition(SYSTEM_SEPARATOR)
-        user = _bounded(user, self.head_chars, self.tail_chars)
-        lowered = user.lower()
-        lowered_system = system[: self.system_chars].lower()
+        system, user, lowered, lowered_system = self._parts(text)
         rows, labels, marks = self._rows, len(self.labels), self._marks
         sums, count, user_hits, system_hits = _native.ngram_scores(
             lowered, lowered_system, self.ask_chars, self.ngrams, rows, labels, marks, self._key_hashes
         )
         candidates = self._literal_candidates(user_hits, system_hits, lowered, lowered_system)
-        key = self._cue_key(user, system, lowered, lowered_system, candidates)
-        cue_ids = self._cue_key_cache.get(key)
-        if cue_ids is None:  # the strings and their ids once per distinct key: a few hundred in all
-            cue_ids = self._cue_ids(_cue_strings(key))
-            if len(self._cue_key_cache) < _CUE_CACHE_SIZE:
-                self._cue_key_cache[key] = cue_ids
+        cue_ids = self._cue_ids_of(self._cue_key(user, system, lowered, lowered_system, candidates))
         result: tuple[int, float, list[float]] = _native.finish(
             sums, count, cue_ids, self.cue_repeat, rows, labels, marks, self._bias32
         )
@@ -514,6 +510,15 @@ class ClassifierModel:
             for name in keys.get(lowered_system[p : p + n], ()):
                 _add_spot(system, name, p)
         return ask, rest, system
+
+    def _cue_ids_of(self, key: _CueKey) -> list[int]:
+        """The cue ids of a cue key: its strings built and hashed once per distinct key, a few hundred in all."""
+        cue_ids = self._cue_key_cache.get(key)
+        if cue_ids is None:
+            cue_ids = self._cue_ids(_cue_strings(key))
+            if len(self._cue_key_cache) < _CUE_CACHE_SIZE:
+                self._cue_key_cache[key] = cue_ids
+        return cue_ids
 
     def _cue_ids(self, cues: list[str]) -> list[int]:
         """Bucket ids of the cues, remembered: a model meets a few hundred distinct cue strings."""
