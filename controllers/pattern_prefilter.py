@@ -206,7 +206,7 @@ class GramIndex:
     position whose n-gram falls in a marked bucket is a candidate, confirmed by the n-gram's text. Literals shorter
     than every size are looked for with `in`."""
 
-    __slots__ = ("_ascii_short", "_other_firsts", "keys", "short")
+    __slots__ = ("_ascii_short", "_by_first", "_other_firsts", "keys", "short")
 
     def __init__(self, sets: Iterable[PatternSet], ngrams: Collection[int]) -> None:
         keys: dict[str, set[str]] = {}
@@ -222,8 +222,13 @@ class GramIndex:
         self.short: tuple[tuple[str, frozenset[str]], ...] = tuple((k, frozenset(v)) for k, v in sorted(short.items()))
         # An ASCII text cannot hold a literal that is not: for most prompts only a few are looked for.
         self._ascii_short = tuple((k, v) for k, v in self.short if k.isascii())
-        # The others are looked for only in a text holding one of their first characters (one scan).
-        firsts = sorted({k[0] for k, _ in self.short if not k.isascii()})
+        # The others are looked for only where the text holds their first character (one scan finds which).
+        by_first: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        for literal, owners in self.short:
+            if not literal.isascii():
+                by_first.setdefault(literal[0], []).append((literal, owners))
+        self._by_first = {first: tuple(items) for first, items in by_first.items()}
+        firsts = sorted(by_first)
         self._other_firsts = re.compile("[" + "".join(map(re.escape, firsts)) + "]") if firsts else None
 
     def table(self, bucket: Callable[[str], int], size: int) -> np.ndarray:
@@ -237,8 +242,12 @@ class GramIndex:
         """The patterns that may match in `text` for a literal shorter than every n-gram size, with where those
         literals start (Spots)."""
         names: dict[str, list[int] | None] = {}
-        plain = text.isascii() or self._other_firsts is None or self._other_firsts.search(text) is None
-        for literal, owners in self._ascii_short if plain else self.short:
+        wanted = self._ascii_short
+        if not text.isascii() and self._other_firsts is not None:
+            # A text mixing scripts holds few of the first characters: only their literals are looked for.
+            for first in set(self._other_firsts.findall(text)):
+                wanted += self._by_first[first]
+        for literal, owners in wanted:
             at = text.find(literal)
             if at < 0:
                 continue

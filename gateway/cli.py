@@ -316,6 +316,7 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
             dim=1 << args.dim_bits,
             epochs=args.epochs,
             seed=args.seed,
+            average_seeds=args.average_seeds,
             ask_chars=args.ask_chars,
             cue_repeat=args.cue_repeat,
             ngrams=args.ngrams,
@@ -687,6 +688,12 @@ def _parser() -> argparse.ArgumentParser:
     ctrain.add_argument("--dim-bits", type=int, default=16, help="hash buckets = 2**DIM_BITS")
     ctrain.add_argument("--epochs", type=int, default=6)
     ctrain.add_argument("--seed", type=int, default=0)
+    ctrain.add_argument(
+        "--average-seeds",
+        type=int,
+        default=3,
+        help="train from this many seeds (SEED, SEED+1, ...) and average their weights (default 3: the bundled model)",
+    )
     ctrain.add_argument(
         "--ask-chars", type=int, default=160, help="leading characters of the user turn hashed apart (0: one text)"
     )

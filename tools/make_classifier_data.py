@@ -883,10 +883,16 @@ JSON_SYSTEMS = [
     "Respond only with valid JSON. Do not include explanations or Markdown.",
     "You are an API. Your output is parsed by a machine: return a single JSON object and nothing else.",
     "Output must be valid JSON matching the requested fields. Use null for missing values.",
+    "Reply with JSON only. No prose, no code fences.",
+    "Your answer is read by a program: a JSON object, nothing before or after it.",
     "Antworte ausschließlich mit gültigem JSON.",
     "Réponds uniquement en JSON valide.",
+    "Responde solo con JSON válido, sin texto adicional.",
     "只输出合法的JSON，不要输出其他内容。",
+    "Responda apenas com JSON válido, sem explicações.",
+    "Отвечай только валидным JSON, без пояснений.",
     "JSONのみで回答してください。",
+    "Rispondi solo con JSON valido, senza spiegazioni.",
 ]
 POLICY_RULES = [
     "Be polite and professional at all times.",
@@ -1020,7 +1026,7 @@ def by_language(items: list[str], n_en: int, others: tuple[str, ...]) -> dict[st
 EIGHT = ("de", "fr", "es", "zh", "pt", "ru", "ja", "it")
 SUPPORT_BY_LANG = by_language(SUPPORT_SYSTEMS, 4, EIGHT)
 ENGINEER_BY_LANG = by_language(ENGINEER_SYSTEMS, 9, EIGHT)
-JSON_BY_LANG = by_language(JSON_SYSTEMS, 3, ("de", "fr", "zh", "ja"))
+JSON_BY_LANG = by_language(JSON_SYSTEMS, 5, EIGHT)
 EXTRACTOR_BY_LANG = by_language(EXTRACTOR_SYSTEMS, 5, ("de", "fr", "es", "zh", "ja"))
 
 
@@ -2972,6 +2978,7 @@ CHAT_TECH = {
         "Dammi un'analogia per {c}.",
         "Quale problema risolve davvero {c}?",
         "{a} o {b}: cosa consiglieresti a un team piccolo?",
+        "Secondo te conviene imparare prima {a} o {b}?",
     ],
     "ru": [
         "В чём разница между {a} и {b}?",
@@ -4457,6 +4464,8 @@ RAG_TEMPLATES = {
         "Kontext:\n{ctx}\n\nFrage: {q}\nAntworte nur mit Informationen aus dem Kontext.",
         "<kontext>\n{ctx}\n</kontext>\n\n{q}",
         "Beantworte anhand der folgenden Informationen die Frage.\nInformationen: {ctx}\nFrage: {q}",
+        "Laut den folgenden Auszügen: {q}\n\n{ctx}",
+        "{q} Antworte nur anhand dieser Textstellen.\n\n{ctx}",
     ],
     "fr": [
         "Réponds à la question en t'appuyant uniquement sur le contexte ci-dessous.\n\nContexte "
@@ -4467,6 +4476,8 @@ RAG_TEMPLATES = {
         "Contexte :\n{ctx}\n\nQuestion : {q}\nRéponds uniquement avec les informations du contexte.",
         "<contexte>\n{ctx}\n</contexte>\n\n{q}",
         "À partir des informations suivantes, réponds à la question.\nInformations : {ctx}\nQuestion : {q}",
+        "D'après les extraits ci-dessous, {ql}\n\n{ctx}",
+        "{q} Réponds seulement à partir de ces passages.\n\n{ctx}",
     ],
     "es": [
         "Responde a la pregunta usando solo el contexto siguiente.\n\nContexto:\n{ctx}\n\nPregunta: {q}",
@@ -4476,6 +4487,8 @@ RAG_TEMPLATES = {
         "Contexto:\n{ctx}\n\nPregunta: {q}\nResponde solo con la información del contexto.",
         "<contexto>\n{ctx}\n</contexto>\n\n{q}",
         "Con base en la siguiente información, responde la pregunta.\nInformación: {ctx}\nPregunta: {q}",
+        "Según los fragmentos de abajo, {ql}\n\n{ctx}",
+        "{q} Responde solo con estos extractos.\n\n{ctx}",
     ],
     "pt": [
         "Responda à pergunta usando apenas o contexto abaixo.\n\nContexto:\n{ctx}\n\nPergunta: {q}",
@@ -4484,6 +4497,9 @@ RAG_TEMPLATES = {
         "Contexto:\n{ctx}\n\nPergunta: {q}\nResponda só com base no contexto.",
         "<contexto>\n{ctx}\n</contexto>\n\n{q}",
         "Com base nas informações a seguir, responda à pergunta.\nInformações: {ctx}\nPergunta: {q}",
+        "Com base nos trechos abaixo, {ql}\n\n{ctx}",
+        "{q} Use só os trechos abaixo.\n\n{ctx}",
+        "Segundo os documentos a seguir, {ql}\n\n{ctx}",
     ],
     "it": [
         "Rispondi alla domanda usando solo il contesto seguente.\n\nContesto:\n{ctx}\n\nDomanda: {q}",
@@ -4492,6 +4508,8 @@ RAG_TEMPLATES = {
         "Contesto:\n{ctx}\n\nDomanda: {q}\nRispondi solo con le informazioni del contesto.",
         "<contesto>\n{ctx}\n</contesto>\n\n{q}",
         "In base alle seguenti informazioni, rispondi alla domanda.\nInformazioni: {ctx}\nDomanda: {q}",
+        "In base agli estratti qui sotto, {ql}\n\n{ctx}",
+        "{q} Rispondi solo usando i passaggi seguenti.\n\n{ctx}",
     ],
     "ru": [
         "Ответь на вопрос, используя только контекст ниже.\n\nКонтекст:\n{ctx}\n\nВопрос: {q}",
@@ -4500,6 +4518,8 @@ RAG_TEMPLATES = {
         "Контекст:\n{ctx}\n\nВопрос: {q}\nОтвечай только по контексту.",
         "<context>\n{ctx}\n</context>\n\n{q}",
         "На основе следующей информации ответь на вопрос.\nИнформация: {ctx}\nВопрос: {q}",
+        "По фрагментам ниже: {q}\n\n{ctx}",
+        "{q} Отвечай только по этим выдержкам.\n\n{ctx}",
     ],
     "zh": [
         "请根据以下上下文回答问题，不要编造。\n\n上下文：\n{ctx}\n\n问题：{q}",
@@ -4510,6 +4530,8 @@ RAG_TEMPLATES = {
         "参考文档：\n{ctx}\n\n请基于以上文档回答：{q}",
         "根据以下资料回答问题。\n资料：{ctx}\n问题：{q}",
         "参考以下内容：\n{ctx}\n请回答：{q}",
+        "根据下面的资料片段，{q}\n\n{ctx}",
+        "{q}只根据下面的段落回答。\n\n{ctx}",
     ],
     "ja": [
         "以下のコンテキストだけを使って質問に答えてください。\n\nコンテキスト：\n{ctx}\n\n質問：{q}",
@@ -4518,6 +4540,8 @@ RAG_TEMPLATES = {
         "<context>\n{ctx}\n</context>\n\n{q}",
         "参考資料：\n{ctx}\n\n資料に基づいて回答してください。質問：{q}",
         "次の情報に基づいて質問に答えてください。\n情報：{ctx}\n質問：{q}",
+        "以下の抜粋をもとに答えてください。{q}\n\n{ctx}",
+        "{q}下の資料だけを根拠にしてください。\n\n{ctx}",
     ],
 }
 
@@ -5317,6 +5341,377 @@ ADVICE = [
 ]
 
 
+# Open conversation told at some length: a situation, a question about it, sometimes a closing request. Tech
+# opinions among them (a language, a stack, a career move) carry technical words without any code to write.
+CHAT_SITUATIONS = {
+    "en": [
+        "I've been a {job} for {years} years and I'm starting to feel burnt out.",
+        "I mostly work on {stack} at my job.",
+        "I mostly write {stack} for a living.",
+        "At work I write {stack} all day.",
+        "My manager offered me a team lead role, but I like the hands-on work.",
+        "I'm {age} and thinking about going back to university.",
+        "We just moved to a new city and don't know anyone yet.",
+        "I've been learning {a} on weekends for a few months.",
+        "My sister and I haven't spoken since an argument at Christmas.",
+        "I have a job interview on Friday for a {job} position.",
+        "Our team is split on whether to rewrite our app in {a} or keep {b}.",
+        "I work from home full time and I barely leave the flat some weeks.",
+        "I'm planning a two-week trip with my partner and we have very different ideas of a holiday.",
+        "My kid is 12 and wants a smartphone, all his friends have one.",
+    ],
+    "de": [
+        "Ich arbeite seit {years} Jahren als {job} und bin ziemlich ausgelaugt.",
+        "Ich arbeite beruflich vor allem mit {stack}.",
+        "Mein Chef hat mir eine Teamleitung angeboten, aber ich programmiere eigentlich gern selbst.",
+        "Ich bin {age} und überlege, noch einmal zu studieren.",
+        "Wir sind gerade umgezogen und kennen hier noch niemanden.",
+        "Seit zwei Jahren arbeite ich nur im Homeoffice und vermisse die Kollegen.",
+        "Unser Team streitet, ob wir auf {a} umsteigen oder bei {b} bleiben.",
+        "Meine Tochter will unbedingt ein eigenes Handy, sie ist erst zehn.",
+    ],
+    "fr": [
+        "Je suis {job} depuis {years} ans et je commence à saturer.",
+        "Au travail je fais surtout du {stack}.",
+        "On m'a proposé de devenir manager, mais j'aime coder.",
+        "J'ai {age} ans et j'hésite à reprendre des études.",
+        "On vient de déménager et on ne connaît personne dans la ville.",
+        "Je télétravaille à 100 % depuis deux ans et je me sens un peu isolé.",
+        "Dans l'équipe, on hésite entre passer à {a} ou rester sur {b}.",
+        "Mon fils de 11 ans réclame un téléphone portable.",
+    ],
+    "es": [
+        "Llevo {years} años trabajando como {job} y estoy agotado.",
+        "En mi trabajo uso sobre todo {stack}.",
+        "Me han ofrecido ser jefe de equipo, pero me gusta programar.",
+        "Tengo {age} años y estoy pensando en volver a estudiar.",
+        "Nos acabamos de mudar y no conocemos a nadie.",
+        "Trabajo desde casa desde hace dos años y echo de menos la oficina.",
+        "En el equipo no nos ponemos de acuerdo entre {a} y {b}.",
+        "Mi hija de diez años quiere un móvil y no sé qué hacer.",
+    ],
+    "pt": [
+        "Trabalho como {job} há {years} anos e ando muito cansado.",
+        "No trabalho eu mexo principalmente com {stack}.",
+        "Me ofereceram virar líder do time, mas eu gosto de programar.",
+        "Tenho {age} anos e estou pensando em voltar a estudar.",
+        "A gente acabou de se mudar e não conhece ninguém na cidade.",
+        "Trabalho de casa há dois anos e sinto falta das pessoas.",
+        "No time estamos divididos entre {a} e {b}.",
+        "Minha mãe faz 60 anos mês que vem.",
+    ],
+    "it": [
+        "Faccio il {job} da {years} anni e sono un po' esaurito.",
+        "Al lavoro uso soprattutto {stack}.",
+        "Mi hanno proposto di diventare team leader, ma mi piace programmare.",
+        "Ho {age} anni e sto pensando di tornare all'università.",
+        "Ci siamo appena trasferiti e non conosciamo nessuno.",
+        "Lavoro da casa da due anni e mi sento isolato.",
+        "Nel team siamo divisi tra {a} e {b}.",
+        "Mio figlio di dodici anni vuole lo smartphone.",
+    ],
+    "ru": [
+        "Я работаю {job} уже {years} лет и чувствую, что выгораю.",
+        "На работе я в основном пишу на {stack}.",
+        "Мне предложили стать тимлидом, но я люблю сам писать код.",
+        "Мне {age}, и я думаю вернуться в университет.",
+        "Мы только что переехали и никого здесь не знаем.",
+        "Я два года работаю из дома и скучаю по офису.",
+        "В команде спорим: переходить на {a} или оставаться на {b}.",
+        "Дочке десять лет, и она просит смартфон.",
+    ],
+    "zh": [
+        "我做{job}已经{years}年了，最近感觉很累。",
+        "我平时工作主要用{stack}。",
+        "领导想让我当组长，但我更喜欢自己写代码。",
+        "我今年{age}岁，在考虑要不要回学校读书。",
+        "我们刚搬到一个新城市，一个人都不认识。",
+        "我在家远程办公两年了，有点孤独。",
+        "我们团队在纠结用{a}还是继续用{b}。",
+        "孩子十岁了，吵着要手机。",
+    ],
+    "ja": [
+        "{job}として{years}年働いていて、最近燃え尽きそうです。",
+        "仕事では主に{stack}を使っています。",
+        "チームリーダーにならないかと言われましたが、手を動かす仕事が好きです。",
+        "{age}歳ですが、大学に戻るか迷っています。",
+        "引っ越したばかりで、知り合いが一人もいません。",
+        "二年間ずっと在宅勤務で、少し孤独を感じます。",
+        "チームで{a}に移行するか{b}のままにするかで意見が割れています。",
+        "十歳の娘がスマホを欲しがっています。",
+    ],
+}
+CHAT_QUESTIONS = {
+    "en": [
+        "What would you do in my place?",
+        "Is it worth learning {a} at this point?",
+        "Does that sound like a good idea to you?",
+        "How do I even start?",
+        "Any advice?",
+        "Is {a} worth it for someone like me, or should I stick with {b}?",
+        "What are my options?",
+        "Am I overthinking this?",
+        "How would you approach it?",
+        "What should I think about before deciding?",
+    ],
+    "de": [
+        "Was würdest du an meiner Stelle tun?",
+        "Lohnt es sich noch, {a} zu lernen?",
+        "Was hältst du davon?",
+        "Hast du einen Rat für mich?",
+        "Wie würdest du das angehen?",
+        "Übertreibe ich?",
+    ],
+    "fr": [
+        "Tu ferais quoi à ma place ?",
+        "Est-ce que ça vaut encore le coup d'apprendre {a} ?",
+        "Qu'est-ce que tu en penses ?",
+        "Tu as des conseils ?",
+        "Comment tu t'y prendrais ?",
+        "Je me prends trop la tête ?",
+    ],
+    "es": [
+        "¿Qué harías tú en mi lugar?",
+        "¿Vale la pena aprender {a} a estas alturas?",
+        "¿Qué opinas?",
+        "¿Algún consejo?",
+        "¿Cómo lo enfocarías?",
+        "¿Le estoy dando demasiadas vueltas?",
+    ],
+    "pt": [
+        "O que você faria no meu lugar?",
+        "Vale a pena aprender {a} hoje em dia?",
+        "O que você acha?",
+        "Tem algum conselho?",
+        "Como você faria?",
+        "Será que estou exagerando?",
+    ],
+    "it": [
+        "Tu cosa faresti al mio posto?",
+        "Vale ancora la pena imparare {a}?",
+        "Che ne pensi?",
+        "Hai qualche consiglio?",
+        "Come lo affronteresti?",
+        "Sto esagerando?",
+    ],
+    "ru": [
+        "Что бы ты сделал на моём месте?",
+        "Стоит ли сейчас учить {a}?",
+        "Что думаешь?",
+        "Есть какие-нибудь советы?",
+        "С чего бы ты начал?",
+        "Я слишком много об этом думаю?",
+    ],
+    "zh": [
+        "如果是你，你会怎么做？",
+        "现在学{a}还值得吗？",
+        "你怎么看？",
+        "有什么建议吗？",
+        "应该从哪里开始？",
+        "我是不是想太多了？",
+    ],
+    "ja": [
+        "あなたならどうしますか？",
+        "今から{a}を学ぶ価値はありますか？",
+        "どう思いますか？",
+        "何かアドバイスはありますか？",
+        "何から始めればいいでしょう？",
+        "考えすぎでしょうか？",
+    ],
+}
+CHAT_CLOSERS = {
+    "en": ["Be honest.", "Keep it short, please.", "Thanks!", "No need for a long answer.", "Curious what you think."],
+    "de": ["Sei ehrlich.", "Bitte kurz.", "Danke!", "Bin gespannt."],
+    "fr": ["Sois honnête.", "Fais court.", "Merci !", "Je suis curieux."],
+    "es": ["Sé sincero.", "Breve, por favor.", "¡Gracias!", "Tengo curiosidad."],
+    "pt": ["Seja sincero.", "Responde curto.", "Valeu!", "Fiquei curioso."],
+    "it": ["Sii sincero.", "Breve, per favore.", "Grazie!", "Sono curioso."],
+    "ru": ["Только честно.", "Коротко, пожалуйста.", "Спасибо!", "Интересно твоё мнение."],
+    "zh": ["说实话。", "简单说说就行。", "谢谢！", "想听听你的看法。"],
+    "ja": ["正直に教えてください。", "短めでお願いします。", "ありがとう！", "意見を聞かせてください。"],
+}
+CHAT_FILL = {
+    "job": ["nurse", "teacher", "accountant", "backend developer", "lawyer", "chef", "designer", "data analyst"],
+    "stack": ["Python", "Java", "backend services", "React", "Go microservices", "SQL reports", "C#", "PHP"],
+    "age": ["29", "34", "41", "38", "52", "26"],
+    "years": ["five", "nine", "three", "twelve", "seven"],
+}
+# Requests for ideas, names and lists, answered in prose: no material to work on, no code.
+BRAINSTORM = {
+    "en": [
+        "Brainstorm {n} names for {thing}.",
+        "Give me {n} ideas for {thing}.",
+        "Suggest {n} themes for {thing}.",
+        "I need some ideas for {thing}, anything goes.",
+        "Help me come up with a name for {thing}.",
+        "List {n} fun things to do for {thing}.",
+        "What are {n} creative ideas for {thing}?",
+    ],
+    "de": ["Gib mir {n} Ideen für {thing}.", "Brainstorme {n} Namen für {thing}.", "Hast du Ideen für {thing}?"],
+    "fr": ["Donne-moi {n} idées pour {thing}.", "Propose {n} noms pour {thing}.", "Des idées pour {thing} ?"],
+    "es": ["Dame {n} ideas para {thing}.", "Propón {n} nombres para {thing}.", "¿Se te ocurre algo para {thing}?"],
+    "pt": ["Me dá {n} ideias para {thing}.", "Sugere {n} nomes para {thing}.", "Alguma ideia para {thing}?"],
+    "it": ["Dammi {n} idee per {thing}.", "Proponi {n} nomi per {thing}.", "Hai qualche idea per {thing}?"],
+    "ru": ["Предложи {n} идей для {thing}.", "Придумай {n} названий для {thing}.", "Есть идеи для {thing}?"],
+    "zh": ["给我{n}个关于{thing}的点子。", "帮我给{thing}起{n}个名字。", "{thing}有什么好主意吗？"],
+    "ja": ["{thing}のアイデアを{n}個ください。", "{thing}の名前を{n}個考えて。", "{thing}について何か案はありますか？"],
+}
+BRAINSTORM_THINGS = {
+    "en": [
+        "a bakery that also sells board games",
+        "my daughter's tenth birthday party",
+        "a team offsite in the mountains",
+        "a podcast about local history",
+        "a cat that is a bit grumpy",
+        "a fundraising event at school",
+        "a rainy Sunday with two kids",
+        "a gift for my dad who loves fishing",
+    ],
+    "de": ["ein Café mit Buchladen", "den Geburtstag meines Sohnes", "einen Teamausflug", "einen Podcast über Kochen"],
+    "fr": ["une librairie-café", "l'anniversaire de ma fille", "une sortie d'équipe", "un podcast sur le vélo"],
+    "es": ["una panadería de barrio", "el cumpleaños de mi hijo", "una cena con amigos", "un pódcast de viajes"],
+    "pt": [
+        "uma cafeteria com livros",
+        "o aniversário da minha mãe",
+        "um churrasco com a família",
+        "um canal de viagens",
+    ],
+    "it": ["una gelateria artigianale", "la festa di mia figlia", "una cena tra colleghi", "un blog di cucina"],
+    "ru": ["маленькой кофейни", "дня рождения сына", "корпоратива на природе", "блога о путешествиях"],
+    "zh": ["一家小咖啡馆", "女儿的生日派对", "公司团建", "一个读书播客"],
+    "ja": ["小さなカフェ", "娘の誕生日会", "社員旅行", "料理のブログ"],
+}
+
+
+def chat_told(g: Gen, lang: str) -> str:
+    """A situation, a question about it and sometimes a closing request, as people write to a chat assistant."""
+    a, b = g.pick(TECH_PAIRS)
+    values = {k: g.pick(v) for k, v in CHAT_FILL.items()} | {"a": a.removeprefix("a "), "b": b.removeprefix("a ")}
+    parts = [fill(g.pick_lang(CHAT_SITUATIONS, lang), **values)]
+    if g.chance(0.4):
+        parts.append(fill(g.pick_lang(CHAT_SITUATIONS, lang), **values))
+    parts.append(fill(g.pick_lang(CHAT_QUESTIONS, lang), **values))
+    if g.chance(0.4):
+        parts.append(g.pick_lang(CHAT_CLOSERS, lang))
+    joiner = "" if lang in ("zh", "ja") else " "
+    return joiner.join(dict.fromkeys(parts))
+
+
+def brainstorm(g: Gen, lang: str) -> str:
+    return fill(
+        g.pick_lang(BRAINSTORM, lang),
+        n=str(g.rng.choice([3, 5, 10, 12, 20])),
+        thing=g.pick_lang(BRAINSTORM_THINGS, lang),
+    )
+
+
+# Extraction asked as a question about the text, or as "parse into", in the language of the ask: the fields named
+# in words of that language, not as JSON keys.
+EXTRACT_FIELD_WORDS = {
+    "en": [
+        "the order number",
+        "the delivery address",
+        "the due date",
+        "the total",
+        "the sender's name",
+        "the phone number",
+        "the deadline",
+        "the customer name",
+        "the product",
+        "the IBAN",
+    ],
+    "de": [
+        "die Bestellnummer",
+        "die Lieferadresse",
+        "das Fälligkeitsdatum",
+        "den Gesamtbetrag",
+        "den Absender",
+        "die Telefonnummer",
+        "die Frist",
+    ],
+    "fr": [
+        "le numéro de commande",
+        "l'adresse de livraison",
+        "la date d'échéance",
+        "le montant total",
+        "l'expéditeur",
+        "le numéro de téléphone",
+        "le délai",
+    ],
+    "es": [
+        "el número de pedido",
+        "la dirección de entrega",
+        "la fecha de vencimiento",
+        "el importe total",
+        "el remitente",
+        "el teléfono",
+        "el plazo",
+    ],
+    "pt": [
+        "o número do pedido",
+        "o endereço de entrega",
+        "o prazo de entrega",
+        "o valor total",
+        "o remetente",
+        "o telefone",
+        "a data de vencimento",
+    ],
+    "it": [
+        "il numero d'ordine",
+        "l'indirizzo di consegna",
+        "la scadenza",
+        "l'importo totale",
+        "il mittente",
+        "il numero di telefono",
+        "la data di consegna",
+    ],
+    "ru": ["номер заказа", "адрес доставки", "срок оплаты", "общую сумму", "отправителя", "телефон", "дедлайн"],
+    "zh": ["订单号", "收货地址", "截止日期", "总金额", "发件人", "电话号码", "产品名称"],
+    "ja": ["注文番号", "配送先住所", "支払期限", "合計金額", "差出人", "電話番号", "商品名", "顧客名"],
+}
+EXTRACT_QUESTIONS = {
+    "en": [
+        "What are {f} in this message?",
+        "From the email below: {f}?",
+        "parse this into {f}:",
+        "Find {f} in this text and give them back as a list.",
+        "Can you pick out {f} for me?",
+        "I only need {f} from this.",
+    ],
+    "de": ["Was sind {f} in dieser Nachricht?", "Such mir {f} aus dem Text heraus.", "Ich brauche nur {f}."],
+    "fr": ["Quels sont {f} dans ce message ?", "Relève {f} dans ce texte.", "Il me faut juste {f}."],
+    "es": ["¿Cuáles son {f} en este mensaje?", "Sácame {f} de este texto.", "Solo necesito {f}."],
+    "pt": ["Quais são {f} nesta mensagem?", "Tira desse texto {f}.", "Só preciso de {f}.", "Separa {f}, por favor."],
+    "it": ["Quali sono {f} in questo messaggio?", "Tirami fuori {f} dal testo.", "Mi servono solo {f}."],
+    "ru": ["Какие здесь {f}?", "Выпиши из текста {f}.", "Мне нужны только {f}."],
+    "zh": ["这封邮件里的{f}是什么？", "从下面的文字中找出{f}。", "只要{f}。", "把{f}整理出来。"],
+    "ja": [
+        "このメッセージの{f}は何ですか？",
+        "以下のメールから{f}を抜き出してください。",
+        "{f}だけ教えて。",
+        "{f}を取り出して一覧にして。",
+    ],
+}
+FIELD_JOINERS = {
+    "en": " and ",
+    "de": " und ",
+    "fr": " et ",
+    "es": " y ",
+    "pt": " e ",
+    "it": " e ",
+    "ru": " и ",
+    "zh": "、",
+    "ja": "・",
+}
+
+
+def extract_question(g: Gen, lang: str) -> str:
+    words = g.rng.sample(EXTRACT_FIELD_WORDS[lang], g.rng.randint(2, 3))  # the questions are split, not the fields
+    joiner = FIELD_JOINERS[lang]
+    listed = joiner.join(words) if lang in ("zh", "ja") else ", ".join(words[:-1]) + joiner + words[-1]
+    return fill(g.pick(EXTRACT_QUESTIONS[lang]), f=listed)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Source text: the standard library
 # ---------------------------------------------------------------------------------------------------------------
@@ -5420,6 +5815,30 @@ def wrap_code(code: str, lang: str, g: Gen) -> str:
     return code
 
 
+_LINE_END_VALUE = re.compile(r"^([^|\n]*?[^\W\d])\s+(\S*\d\S*)$")
+_KEY_VALUE = re.compile(r"^([^:|\n]{1,29}[^:|\d\s]):\s*(\S.*)$")
+
+
+def columns(text: str, g: Gen) -> str:
+    """The text as printed receipts, statements and PDF-to-text output lay it out: values in a column, padded
+    with runs of spaces (which are not code indentation)."""
+    width, right = g.rng.randint(22, 44), g.chance(0.5)
+    out = []
+    for line in text.split("\n"):
+        kv, ev = _KEY_VALUE.match(line), _LINE_END_VALUE.match(line)
+        if " | " in line:  # a table row: cells padded to the column instead of split by bars
+            cells = line.split(" | ")
+            out.append("".join(f"{c:<{width}}  " for c in cells[:-1]) + cells[-1])
+        elif kv:
+            out.append(f"{kv.group(1) + ':':<{width}}{kv.group(2)}")
+        elif ev:
+            value = f"{ev.group(2):>12}" if right else ev.group(2)
+            out.append(f"{ev.group(1):<{width}}{value}")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def wrap_text(text: str, g: Gen) -> str:
     r = g.rng.random()
     if r < 0.6:
@@ -5479,12 +5898,150 @@ def other_lang(g: Gen, names: dict[str, tuple[str, str]], not_: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+# Code asked as people write it to an assistant: a terse noun phrase ("bash one-liner to ..."), a query over tables
+# they describe, an endpoint with its requirements as bullets. Words like "CSV", "total" and "orders" come with
+# them: data words in a request for code, not data to extract from.
+TERSE_CODE = {
+    "en": [
+        "{shell} one-liner to {shell_goal}",
+        "{shell} command to {shell_goal}?",
+        "quick {shell} script: {shell_goal}",
+        "regex for {regex_goal}",
+        "regex that matches {regex_goal}, please",
+        "{lang} snippet to {snippet_goal}",
+        "how do I {snippet_goal} in {lang}? just the code",
+    ],
+    "de": ["{shell}-Einzeiler, um {shell_goal_de}", "Regex für {regex_goal}"],
+    "fr": ["une ligne de {shell} pour {shell_goal_fr}", "regex pour {regex_goal}"],
+    "es": ["comando de {shell} para {shell_goal_es}", "regex para {regex_goal}"],
+    "pt": ["comando {shell} pra {shell_goal_pt}", "regex pra {regex_goal}"],
+    "it": ["comando {shell} per {shell_goal_it}", "regex per {regex_goal}"],
+    "ru": ["однострочник на {shell}, чтобы {shell_goal_ru}", "регулярка для {regex_goal}"],
+    "zh": ["用{shell}一行命令{shell_goal_zh}", "匹配{regex_goal}的正则"],
+    "ja": ["{shell}のワンライナーで{shell_goal_ja}", "{regex_goal}にマッチする正規表現"],
+}
+TERSE_FILL = {
+    "shell": ["bash", "zsh", "PowerShell", "awk", "sed", "find + xargs"],
+    "shell_goal": [
+        "find the 20 largest files under /home",
+        "count lines in all .py files recursively",
+        "delete log files older than 14 days",
+        "replace tabs with four spaces in every .txt file",
+        "list the processes using port 8080",
+        "show disk usage per directory sorted by size",
+        "extract the third column of a CSV and sort it uniquely",
+        "rename every file to lower case",
+    ],
+    "shell_goal_de": ["alle Dateien über 1 GB zu finden", "Logdateien älter als 7 Tage zu löschen"],
+    "shell_goal_fr": ["trouver les fichiers de plus de 1 Go", "supprimer les logs de plus de 7 jours"],
+    "shell_goal_es": ["buscar archivos de más de 1 GB", "borrar los logs de más de 7 días"],
+    "shell_goal_pt": ["achar arquivos maiores que 1 GB", "apagar logs com mais de 7 dias"],
+    "shell_goal_it": ["trovare i file più grandi di 1 GB", "cancellare i log più vecchi di 7 giorni"],
+    "shell_goal_ru": ["найти файлы больше 1 ГБ", "удалить логи старше 7 дней"],
+    "shell_goal_zh": ["找出大于1GB的文件", "删除7天前的日志"],
+    "shell_goal_ja": ["1GB以上のファイルを探したい", "7日より古いログを消したい"],
+    "regex_goal": [
+        "UK postcodes",
+        "ISO 8601 dates",
+        "IPv4 addresses",
+        "hex colour codes",
+        "semantic versions",
+        "German IBANs",
+        "hashtags in a tweet",
+    ],
+    "lang": ["Python", "JavaScript", "Go", "Rust", "TypeScript", "Java", "C#", "Kotlin"],
+    "snippet_goal": [
+        "read a JSON file into a dict",
+        "sort a list of objects by two keys",
+        "retry an HTTP call",
+        "parse command-line flags",
+        "run two tasks concurrently",
+        "hash a password",
+    ],
+}
+SQL_TABLES = [
+    "orders(id, customer_id, total, created_at) and customers(id, name, country)",
+    "payments(id, user_id, amount, status, paid_at)",
+    "employees(id, name, department_id, salary, hired_on) and departments(id, name)",
+    "events(user_id, event_type, ts)",
+    "invoices(id, client_id, amount, due_date, paid) and clients(id, company, email)",
+    "products(id, name, category, price) and order_items(order_id, product_id, quantity)",
+]
+SQL_GOALS = [
+    "top 5 customers by total order value last year",
+    "monthly revenue for 2024 with a running total",
+    "the second highest salary in each department",
+    "users who were active on three consecutive days",
+    "unpaid invoices more than 30 days past due, with the client's email",
+    "best-selling product per category",
+    "daily active users for the last 30 days",
+]
+SQL_ASKS = {
+    "en": [
+        "{dialect} query: {goal}. Tables are {tables}.",
+        "Write a SQL query for {goal}. Schema: {tables}",
+        "Tables: {tables}\n\nI need {goal}. {dialect} please.",
+        "Can you write the query? {goal}, tables {tables}",
+    ],
+    "de": ["SQL-Abfrage ({dialect}): {goal}. Tabellen: {tables}"],
+    "fr": ["Requête {dialect} : {goal}. Tables : {tables}"],
+    "es": ["Consulta {dialect}: {goal}. Tablas: {tables}"],
+    "pt": ["Query em {dialect}: {goal}. Tabelas: {tables}"],
+    "it": ["Query {dialect}: {goal}. Tabelle: {tables}"],
+    "ru": ["Запрос на {dialect}: {goal}. Таблицы: {tables}"],
+    "zh": ["写一个{dialect}查询：{goal}。表结构：{tables}"],
+    "ja": ["{dialect}のクエリを書いて：{goal}。テーブル：{tables}"],
+}
+DIALECTS = ["Postgres", "PostgreSQL", "MySQL", "SQLite", "BigQuery", "SQL Server"]
+ENDPOINTS = [
+    ("FastAPI", "POST /reports/import", "accepts a CSV file upload"),
+    ("Flask", "GET /orders/<id>", "returns one order as JSON"),
+    ("Express", "POST /api/invoices", "stores an invoice sent as JSON"),
+    ("FastAPI", "GET /customers", "lists customers with pagination"),
+    ("Django REST framework", "PUT /profile", "updates the logged-in user's profile"),
+    ("Spring Boot", "POST /payments/refund", "refunds a payment"),
+]
+REQUIREMENTS = [
+    "validate the input and return 422 with a message when it's wrong",
+    "check the CSV has the columns sku, qty and price",
+    "return the total value as JSON",
+    "require an API key in the X-API-Key header",
+    "log each request with its duration",
+    "use async database calls",
+    "return 404 when the record does not exist",
+    "have a unit test for the happy path",
+    "reject files larger than 5 MB",
+]
+ENDPOINT_ASKS = [
+    "I need a {framework} endpoint {route} that {does}. It should:\n{bullets}",
+    "Write a {framework} handler for {route}: it {does}.\nRequirements:\n{bullets}",
+    "{framework}: {route}, {does}.\n{bullets}",
+]
+
+
+def spec_code(g: Gen, lang: str) -> str:
+    """A terse code request, a SQL query over described tables, or an endpoint with requirements."""
+    r = g.rng.random()
+    if r < 0.4:
+        values = {k: g.pick(v) for k, v in TERSE_FILL.items()}
+        return fill(g.pick_lang(TERSE_CODE, lang), **values)
+    if r < 0.7:
+        return fill(
+            g.pick_lang(SQL_ASKS, lang), dialect=g.pick(DIALECTS), goal=g.pick(SQL_GOALS), tables=g.pick(SQL_TABLES)
+        )
+    framework, route, does = g.pick(ENDPOINTS)
+    bullets = "\n".join(f"- {b}" for b in g.rng.sample(REQUIREMENTS, g.rng.randint(2, 4)))
+    return fill(g.pick(ENDPOINT_ASKS), framework=framework, route=route, does=does, bullets=bullets)
+
+
 def make_code(g: Gen, lang: str) -> Req:
     r = g.rng.random()
     system = None
     if g.task_system(0.2):
         coder = g.pick(CODER_SYSTEMS) if g.chance(0.3) else g.pick_local(ENGINEER_BY_LANG, lang)
         system = fill(coder, company=company(g, "en"))
+    if g.chance(0.15):
+        return Req(noisy(spec_code(g, lang), g), system)
     if r < 0.5 or (lang in ("pt", "ru", "it") and r < 0.62):
         task = g.pick_lang(CODE_TASKS, lang)
         ask = g.pick_lang(CODE_ASKS, lang)
@@ -5631,6 +6188,8 @@ def make_chat(g: Gen, lang: str) -> Req:
             {"role": "assistant", "content": "Sure! " + g.pick(ARTICLE_SENTENCES).split(" ", 1)[1]},
         ]
         return Req(g.pick(FOLLOWUPS["chat"]), system, history)
+    if g.chance(0.3):
+        return Req(noisy(chat_told(g, lang) if g.chance(0.75) else brainstorm(g, lang), g), system)
     if lang == "en":
         if r < 0.35:
             return Req(noisy(g.pick(CHAT_FIXED["en"]), g), system)
@@ -5670,6 +6229,8 @@ def make_summarise(g: Gen, lang: str) -> Req:
     dl = doc_lang(g, lang)
     if r < 0.14:
         body = any_doc(g, dl)
+        if g.chance(0.3):
+            body = columns(body, g)
     elif r < 0.52 or dl != "en":
         body = business_doc(g, dl)
         if g.chance(0.15):
@@ -5694,6 +6255,8 @@ def make_extract(g: Gen, lang: str) -> Req:
     kind, maker = g.rng.choice(EXTRACT_DOCS)  # every kind on both sides; their fillers are split
     if r < 0.72:
         doc = maker(g, dl)
+        if g.chance(0.35):
+            doc = columns(doc, g)
     elif r < 0.92:
         kind, doc = "email", business_doc(g, dl)
     else:
@@ -5713,8 +6276,10 @@ def make_extract(g: Gen, lang: str) -> Req:
             else combine(g.rng.choice(["Document:", "Input:", "Here's the next one:"]), doc, g, lang, 0),
             system,
         )
-    system = g.pick_local(JSON_BY_LANG, lang) if g.task_system(0.12) else None
-    if g.chance(0.4) and kind in EXTRACT_ASKS_DOC and lang == "en":
+    system = g.pick_local(JSON_BY_LANG, lang) if g.task_system(0.2) else None
+    if g.chance(0.2):
+        ask = extract_question(g, lang)
+    elif g.chance(0.4) and kind in EXTRACT_ASKS_DOC and lang == "en":
         ask = g.pick(EXTRACT_ASKS_DOC[kind])
     else:
         ask = fill(g.pick_lang(EXTRACT_ASKS_GENERIC, lang), fields=keys, schema=schema)

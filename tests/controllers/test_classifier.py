@@ -39,6 +39,20 @@ def test_training_is_deterministic() -> None:
     assert np.array_equal(a.weights, b.weights) and np.array_equal(a.bias, b.bias)
 
 
+def test_averaged_seeds_score_the_mean_of_the_seeds_logits() -> None:
+    """Training from several seeds averages their weights; the logits are linear in the weights, so the averaged
+    model's logits are the mean of the single-seed models' (what makes it an ensemble at one model's cost)."""
+    settings = {"label_set": ("code", "chat"), "dim": 1 << 12, "epochs": 3}
+    runs = [train(TEXTS, LABELS, seed=s, **settings) for s in (5, 6, 7)]
+    averaged = train(TEXTS, LABELS, seed=5, average_seeds=3, **settings)
+    assert not np.array_equal(runs[0].weights, runs[1].weights)  # the seeds differ, so the test can fail
+    for text in ["def g(y): return y", "tell me about your day", "print(1) how are you"]:
+        mean = np.mean([m._logits(m.features(text)) for m in runs], axis=0)
+        assert np.allclose(averaged._logits(averaged.features(text)), mean, atol=1e-5)
+    with pytest.raises(ValueError, match="average_seeds"):
+        train(TEXTS, LABELS, average_seeds=0, **settings)
+
+
 def test_round_trip_through_arrays_keeps_predictions() -> None:
     model = small_model()
     again = ClassifierModel.from_arrays(model.to_arrays())

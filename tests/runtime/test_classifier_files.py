@@ -32,27 +32,28 @@ def test_bundled_model_accuracy_on_held_out_set() -> None:
     texts, labels = load_labelled(HELD_OUT_DATA)
     _, accuracy = confusion(model, texts, labels)
     assert len(texts) >= 2000
-    assert accuracy >= 0.88  # 0.917 measured (docs/classifier.md)
+    assert accuracy >= 0.90  # 0.925 measured (docs/classifier.md)
 
 
 def test_bundled_model_accuracy_on_the_realistic_set() -> None:
     """data/classifier/realistic.jsonl: 92 hand-written prompts in seven languages, written apart from the training
-    data generator and never trained or tuned on. The bundled model scores 0.935 there (docs/classifier.md); the goal
-    is 0.95 and is NOT met. The floor guards against regressions."""
+    data generator and never trained or tuned on. The goal is 0.95 (88 of 92); the bundled model scores 0.957 there
+    (88; docs/classifier.md). Predictions are deterministic, so the goal itself is the floor."""
     model = load_model(BUNDLED_MODEL)
     texts, labels = load_labelled(HELD_OUT_DATA.parent / "realistic.jsonl")
     _, accuracy = confusion(model, texts, labels)
     assert len(texts) >= 90 and len(set(labels)) == 7
-    assert accuracy >= 0.88
+    assert accuracy >= 0.95
 
 
 def test_bundled_model_accuracy_on_the_development_set() -> None:
-    """data/classifier/dev.jsonl: 140 hand-written prompts, the set features and settings were chosen on (0.843)."""
+    """data/classifier/dev.jsonl: 140 hand-written prompts, the set features, generator wording and settings were
+    chosen on (0.929)."""
     model = load_model(BUNDLED_MODEL)
     texts, labels = load_labelled(HELD_OUT_DATA.parent / "dev.jsonl")
     _, accuracy = confusion(model, texts, labels)
     assert len(texts) == 140 and len(set(labels)) == 7
-    assert accuracy >= 0.78
+    assert accuracy >= 0.88
 
 
 def test_train_and_test_share_no_text() -> None:
