@@ -45,6 +45,26 @@ def test_a_gram_index_keys_literals_by_their_leading_ngram() -> None:
     assert np.flatnonzero(marks).tolist() == [50]
 
 
+_SHORT = PatternSet({"sum": r"总结|要点|tl", "ctx": r"资料|資料", "tr": r"翻译"})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["总", "结", "要", "点", "资", "料", "資", "翻", "译", "t", "l", "a", " "]), max_size=40)
+)
+def test_short_literals_are_found_where_a_full_search_finds_them(parts: list[str]) -> None:
+    # Two-character CJK literals in text that mixes scripts: each looked for only where its first character is.
+    text = "".join(parts)
+    index = GramIndex([_SHORT], (3, 4, 5))
+    expected: dict[str, list[int]] = {}
+    for literal, owners in index.short:
+        starts = [m.start() for m in re.finditer(f"(?={re.escape(literal)})", text)]
+        for name in owners if starts else ():
+            expected.setdefault(name, []).extend(starts)
+    found = index.short_candidates(text)
+    assert {k: sorted(v or []) for k, v in found.items()} == {k: sorted(v) for k, v in expected.items()}
+
+
 _NEAR = {
     "p": r"abc\b",
     "q": r"(?<=a)ca",
