@@ -16,21 +16,51 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import yaml
-from specgate.offline.simulator import BatchTable, Policy, Scenario, make_policy, run, scenario_from_dict
+from specgate.controllers.controller import ControllerSettings
+from specgate.offline.simulator import (
+    AdaptiveSchedule,
+    BatchTable,
+    Policy,
+    Scenario,
+    make_policy,
+    run,
+    scenario_from_dict,
+)
 
 TABLES = ["vllm-batch-table", "vllm-dsd-docs"]
 HINDSIGHT = Path("bench/results/hindsight-tables.json")
 METRICS = ("mean_tpot_ms", "p99_tpot_ms")
 
 
-def policy(name: str, scenario: Scenario, hindsight: dict[str, list[list[int]]]) -> Policy:
+def policy(
+    name: str,
+    scenario: Scenario,
+    hindsight: dict[str, list[list[int]]],
+    variants: dict[str, dict[str, object]] | None = None,
+) -> Policy:
     if name == "vllm-table-hindsight":
         return BatchTable(0, name, tuple((int(hi), int(k)) for hi, k in hindsight[scenario.name]))
+    if variants and name in variants:
+        settings = replace(ControllerSettings(), **variants[name])  # type: ignore[arg-type]  # checked by dataclass
+        return AdaptiveSchedule(scenario, settings=settings, name=name)
     return make_policy(name, scenario)
+
+
+def variant(text: str) -> tuple[str, dict[str, object]]:
+    """NAME=JSON: the per-step specgate policy with these controller settings (ControllerSettings fields)."""
+    name, _, settings = text.partition("=")
+    try:
+        parsed = json.loads(settings)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not NAME=JSON: {text!r} ({exc})") from None
+    unknown = set(parsed) - {f.name for f in fields(ControllerSettings)} if isinstance(parsed, dict) else {"?"}
+    if not name or unknown:
+        raise argparse.ArgumentTypeError(f"not NAME=JSON of controller settings: {text!r}")
+    return f"specgate[{name}]", parsed
 
 
 OURS = ["specgate", "specgate-per-dispatch", "oracle-per-step"]
@@ -42,7 +72,16 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--only", help="run only the scenario files whose name contains this")
     ap.add_argument("--out")
+    ap.add_argument(
+        "--variant",
+        type=variant,
+        action="append",
+        default=[],
+        help="NAME=JSON: also run specgate per step with these controller settings, as specgate[NAME] "
+        "(e.g. z0='{\"z\": 0}')",
+    )
     args = ap.parse_args()
+    variants = dict(args.variant)
     found = json.loads(HINDSIGHT.read_text()) if HINDSIGHT.exists() else {}
     hindsight = {name: entry["table"] for name, entry in found.items()}
     report: dict[str, dict[str, list[dict[str, object]]]] = {}
@@ -52,13 +91,13 @@ def main() -> None:
         base = scenario_from_dict(yaml.safe_load(path.read_text()))
         tables = [*TABLES, *(["vllm-table-hindsight"] if base.name in hindsight else [])]
         baselines = [*(f"static-k{k}" for k in range(base.max_k + 1)), *tables]
-        policies = [*baselines, *OURS]
+        policies = [*baselines, *OURS, *variants]
         runs: dict[str, list[dict[str, object]]] = {p: [] for p in policies}
         ratios: dict[str, dict[str, list[float]]] = {m: {p: [] for p in policies} for m in METRICS}
         for seed in range(args.seeds):
             scenario = replace(base, seed=base.seed + 1000 * seed)
             order = policies if seed % 2 == 0 else policies[::-1]
-            got = {p: run(scenario, policy(p, scenario, hindsight)).summary() for p in order}
+            got = {p: run(scenario, policy(p, scenario, hindsight, variants)).summary() for p in order}
             for m in METRICS:
                 best = min(float(v[m]) for p, v in got.items() if p in baselines and v[m] is not None)
                 for p in policies:

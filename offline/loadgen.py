@@ -172,6 +172,7 @@ ADAPTIVE: dict[str, dict[str, Any]] = {
     "adaptive-prior": {"prior_weight": 20.0},
     "adaptive-no-proposal-rate": {"proposal_rate": False},
     "adaptive-draft-cost": {},
+    "adaptive-z0": {"z": 0.0},
 }
 # Variants whose gateway's pool declares the drafting cost measured for the drafter (run_bench's `draft_cost`,
 # `speculation.draft_cost`) instead of the method's round number.

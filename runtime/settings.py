@@ -71,6 +71,7 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
         decision_log_size=c.decision_log_size,
         adaptive=c.enabled,
         prior_weight=c.prior_weight,
+        z=c.z,
         proposal_rate=c.proposal_rate,
         kv_cap=c.kv_cap,
         kv_high=c.kv_high,

@@ -481,6 +481,9 @@ class ControllerConfig(_Strict):
     decision_log_size: Annotated[int, Field(ge=10, le=100_000)] = 500
     # Trials per draft position a new route borrows from its pool's measured acceptance (0, the default: none).
     prior_weight: Annotated[float, Field(ge=0, le=10_000)] = 0.0
+    # Width of the acceptance intervals: decisions use each draft position's lower Wilson bound at this z, exploration
+    # its upper one (0: the point estimates; a position without evidence still counts for nothing).
+    z: Annotated[float, Field(ge=0, le=5)] = 1.28
     # Charge a route's drafts per step at its measured proposal rate (n-gram steps without a proposal verify none).
     proposal_rate: bool = True
     # KV pressure (docs/controller.md), off by default (in the simulator it cost more than it saved): KV cache use (or

@@ -48,3 +48,21 @@ def test_a_pools_declared_drafting_cost_reaches_its_step_time_prior() -> None:
     t0 = default.cost_model("p").prior[0]
     assert declared.cost_model("p").prior[2] == 0.02 * t0
     assert default.cost_model("p").prior[2] == 0.1 * t0  # the draft_model round number (cost_model.DRAFTERS)
+
+
+def test_every_controller_setting_in_the_config_reaches_the_controller() -> None:
+    """Each `controller.*` key (other than the two mapped under other names) arrives in ControllerSettings, with the
+    value the config gives it, not the default: a key added to the config and forgotten here would be a no-op."""
+    from specgate.runtime.settings import build_controller
+
+    from specgate.config import ControllerConfig, validate_config
+
+    pool = {"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}
+    changed = {"z": 0.0, "prior_weight": 7.0, "half_life_s": 33.0, "max_step": 3, "kv_draft_share": 0.07}
+    settings = build_controller(validate_config({"pools": [pool], "controller": changed})).settings
+    for key, value in changed.items():
+        assert getattr(settings, key) == value
+    assert settings.adaptive is ControllerConfig().enabled
+    defaults = build_controller(validate_config({"pools": [pool]})).settings
+    for key in ControllerConfig.model_fields.keys() - {"enabled", "cost_prior"}:
+        assert getattr(defaults, key) == getattr(ControllerConfig(), key), key
