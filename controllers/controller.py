@@ -55,7 +55,7 @@ class ControllerSettings:
     half_life_s: float = 60.0
     hysteresis: float = 0.03
     min_dwell_s: float = 10.0
-    max_step: int = 2
+    max_step: int = 4
     explore_share: float = 0.03
     stale_after_s: float = 60.0
     safe_k: int = 0

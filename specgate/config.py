@@ -472,7 +472,7 @@ class ControllerConfig(_Strict):
     # Relative goodput gain a change must promise.
     hysteresis: Annotated[float, Field(ge=0, le=1)] = 0.03
     min_dwell_s: Annotated[float, Field(ge=0)] = 10.0
-    max_step: Annotated[int, Field(ge=1, le=16)] = 2
+    max_step: Annotated[int, Field(ge=1, le=16)] = 4
     explore_share: Annotated[float, Field(ge=0, le=0.5)] = 0.03
     stale_after_s: Annotated[float, Field(gt=0)] = 60.0
     safe_k: Annotated[int, Field(ge=0, le=16)] = 0
