@@ -108,7 +108,14 @@ def test_preemptions_cap_k_and_the_cap_lifts_when_the_cache_has_room(
     # 40 x ~720 tokens in a 3,072-token cache: with 10 the load was over in 4.8 s on CI, and the busy engine's /metrics
     # answered no scrape while it lasted (a scrape after it sees the preemptions but nothing running: no cap); with 20
     # CI once saw the same (the engine's own gauges, read by the test during the load, peaked at 4% KV, one running).
-    seen = asyncio.run(_capped_during(gw, _long_requests(gw, 40), small_kv_engine, engine_seen))
+    # The premise is that the load was seen running: CI once read the engine's own gauges at (0 KV, 0 running) all
+    # through a load whose 40 answers then came back in the same millisecond after 14 s. Such an attempt says nothing
+    # about the cap and is repeated (at most three in all); one that was seen running is judged.
+    for _ in range(3):
+        engine_seen.clear()
+        seen = asyncio.run(_capped_during(gw, _long_requests(gw, 40), small_kv_engine, engine_seen))
+        if seen or max((running for _, running in engine_seen), default=0.0) > 0:
+            break
     assert _preemptions(small_kv_engine) > preempted_before, "the engine never preempted: the test proves nothing"
     failures = [line for line in _metrics(gw) if line.startswith("specgate_engine_scrape_failures_total{")]
     peak = max(engine_seen, default=(0.0, 0.0))
