@@ -791,7 +791,7 @@ def _parser() -> argparse.ArgumentParser:
         "--policy",
         action="append",
         help="'adaptive' (as shipped), 'adaptive-prior', 'adaptive-no-proposal-rate', 'adaptive-z0', "
-        "'adaptive-step4' or 'adaptive-draft-cost' (variants; the last needs --draft-cost), or 'static-kN' "
+        "'adaptive-step2' or 'adaptive-draft-cost' (variants; the last needs --draft-cost), or 'static-kN' "
         "(N up to --max-k), in the order to run, each through a fresh gateway (repeatable; any subset; default: "
         "static-k0, static-kMAX, adaptive)",
     )
