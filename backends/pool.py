@@ -18,6 +18,7 @@ from specgate.controllers.attribution import InFlightShares
 from specgate.controllers.breaker import BreakerSettings, CircuitBreaker
 from specgate.controllers.capabilities import EngineFacts
 from specgate.controllers.picker import EndpointLoad, Scoring, pick_endpoint
+from specgate.controllers.prefix_memory import PlacementMemory
 
 from specgate.config import GatewayConfig, PoolConfig
 
@@ -100,6 +101,8 @@ class Pool:
     ssl_context: ssl.SSLContext | None = None
     # Scorer weights and load bound (config `picking`).
     scoring: Scoring = field(default_factory=Scoring)
+    # Where each affinity key last went (config `picking.placement_memory`): a spilled conversation stays put.
+    placements: PlacementMemory = field(default_factory=lambda: PlacementMemory(0))
 
     @property
     def name(self) -> str:
@@ -118,8 +121,14 @@ class Pool:
             scoring=self.scoring,
             names=[ep.url for ep in self.endpoints] if affinity is not None else (),
             affinity=affinity,
+            last=self.placements.get(affinity) if affinity is not None else None,
         )
-        return None if index is None else self.endpoints[index]
+        if index is None:
+            return None
+        chosen = self.endpoints[index]
+        if affinity is not None:
+            self.placements.put(affinity, chosen.url, time.time())
+        return chosen
 
     def has_healthy_endpoint(self) -> bool:
         return any(ep.healthy for ep in self.endpoints)
@@ -168,6 +177,13 @@ class PoolSet:
         picking = config.picking
         scoring = Scoring(picking.weights.load, picking.weights.prefix, picking.load_bound, picking.load_slack)
         known = {(ep.pool, ep.url): ep for ep in carry.endpoints()} if carry is not None else {}
+        memories = {pool.name: pool.placements for pool in carry.pools} if carry is not None else {}
+
+        def placements(p: PoolConfig) -> PlacementMemory:
+            kept = memories.get(p.name)
+            if kept is not None and kept.capacity == picking.placement_memory:
+                return kept
+            return PlacementMemory(picking.placement_memory)
 
         def endpoint(p: PoolConfig, url: str) -> Endpoint:
             ep = known.get((p.name, url))
@@ -176,13 +192,14 @@ class PoolSet:
             ep.breaker.settings, ep.headers = settings, p.auth.header_values()
             return ep
 
-        self.pools = [
+        self.pools: list[Pool] = [
             Pool(
                 p,
                 [endpoint(p, url) for url in p.endpoints],
                 stale,
                 ssl_context=ssl_context(p.tls) if p.tls.configured else None,
                 scoring=scoring,
+                placements=placements(p),
             )
             for p in config.pools
         ]

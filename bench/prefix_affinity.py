@@ -63,6 +63,9 @@ POLICIES: dict[str, dict[str, Any]] = {
     "affinity-loose": {"load_bound": 1.5, "load_slack": 2.0},
     # A tighter one (1.2 x mean, no slack): where each engine holds few requests, the slack of 1 is most of the bound.
     "affinity-tight": {"load_slack": 0.0},
+    # Rendezvous homes only, no memory of where a key last went (the default before placement memory).
+    "affinity-homes": {"placement_memory": 0},
+    "affinity-homes-tight": {"placement_memory": 0, "load_slack": 0.0},
 }
 # Which endpoint took each request, by the request's prefix key (here: its conversation), whatever the policy:
 # how often a turn met its previous turn's engine. Recorded by wrapping Relay.send in this process (the gateway

@@ -86,11 +86,12 @@ def pick_endpoint(
     scoring: Scoring = Scoring(),
     names: Sequence[str] = (),
     affinity: int | None = None,
+    last: str | None = None,
 ) -> int | None:
     """Index of the endpoint to take the request, or None when every one is unhealthy or in `exclude`.
 
-    `names` (the endpoints' URLs, for prefix ranking) are needed only with an `affinity` key. `rotation` breaks ties
-    round-robin, so idle endpoints share light traffic.
+    `names` (the endpoints' URLs, for prefix ranking) are needed only with an `affinity` key; `last`: the endpoint
+    that key last went to, if remembered. `rotation` breaks ties round-robin, so idle endpoints share light traffic.
     """
     fresh = [load.running + _queue_pressure(load, weights) for load in loads if load.running is not None]
     unknown = max(fresh) if fresh else 0.0
@@ -106,7 +107,7 @@ def pick_endpoint(
         charged = [c for c, ok in zip(charged, keep, strict=True) if ok]
     total = [scoring.load * s for s in load_scores(charged)]
     if use_prefix:
-        ranked = prefix_scores(affinity, [names[i] for i in order])
+        ranked = prefix_scores(affinity, [names[i] for i in order], last)
         total = [t + scoring.prefix * p for t, p in zip(total, ranked, strict=True)]
     best = max(range(len(order)), key=total.__getitem__)  # the first maximum in rotation order
     return order[best]

@@ -9,7 +9,9 @@ keys it ranked first.
 The score is the expected share of the prefix the endpoint holds: 1 for the first-ranked (its home), 0.5 for the
 second (where it spills when the load bound in controllers/picker.py filters the home out, so the prefix settles on
 a second engine rather than on all of them), 0 for the rest. With the load scorer's 0..1, a prefix weight above
-twice the load weight makes the home win whenever it is within the bound, and the spill go to the second.
+twice the load weight makes the home win whenever it is within the bound, and the spill go to the second. Where the
+key last went, if the picker remembers it, ranks before both (a spill moves the conversation; see
+controllers/prefix_memory.py).
 """
 
 from __future__ import annotations
@@ -38,13 +40,20 @@ def rendezvous_weight(key: int, seed: int) -> int:
     return z ^ (z >> 31)
 
 
-def prefix_scores(key: int | None, names: Sequence[str]) -> list[float]:
+def prefix_scores(key: int | None, names: Sequence[str], last: str | None = None) -> list[float]:
     """Per candidate: 1 for the first in rendezvous order for `key`, 0.5 for the second, 0 for the others; all 0
-    without a key (the request has no prefix worth keeping together: load alone decides)."""
+    without a key (the request has no prefix worth keeping together: load alone decides).
+
+    `last`: the endpoint the key last went to (controllers/prefix_memory.py), when known and still a candidate. It
+    holds the newest history, so it ranks first and the rendezvous order follows it."""
     n = len(names)
     if key is None or n == 0:
         return [0.0] * n
     order = sorted(range(n), key=lambda i: rendezvous_weight(key, endpoint_seed(names[i])), reverse=True)
+    if last is not None and last in names:
+        moved = names.index(last)
+        order.remove(moved)
+        order.insert(0, moved)
     scores = [0.0] * n
     for rank, i in enumerate(order[:2]):
         scores[i] = _RANK_SCORES[rank]

@@ -47,6 +47,7 @@ from specgate.runtime.control_loop import ControlLoop
 from specgate.runtime.coordination import StoreCoordinator
 from specgate.runtime.dispatch import Dispatcher, Plan
 from specgate.runtime.metrics import GatewayMetrics
+from specgate.runtime.placement_sync import PlacementSync
 from specgate.runtime.recorder import FileSink, RecordSink, WorkloadRecorder
 from specgate.runtime.relay import Relay, RelayResult, StreamRelay
 from specgate.runtime.reload import ConfigReloader, ConfigWatcher
@@ -137,6 +138,8 @@ class Gateway:
         self.alerts = AlertDispatcher(config.alerts, self.metrics)
         self.store = make_store(config.state)
         self.coordinator = StoreCoordinator(self.store, config.state.lease_ttl_s, self.metrics)
+        # Where conversations moved, told to the other replicas (prefix affinity; nothing to do in memory).
+        self.placement_sync = PlacementSync(self.store, lambda: self.pools.pools, self.metrics)
         self.control = ControlLoop(
             config, self.pools, self.sink, self.dispatcher, self.metrics, self.coordinator, self.alerts
         )
@@ -414,6 +417,7 @@ class Gateway:
     @asynccontextmanager
     async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
         await self.store.start()
+        self.placement_sync.start()
         await self.monitor.start()
         await self.alerts.start()
         if self.recorder is not None:
@@ -444,6 +448,7 @@ class Gateway:
             await self.alerts.stop()
             await self.monitor.stop()
             await asyncio.gather(*self._background, return_exceptions=True)
+            await self.placement_sync.stop()
             await self.store.close()
             await asyncio.to_thread(self.tracing.shutdown)
             await self.relay.aclose()

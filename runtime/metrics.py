@@ -193,6 +193,17 @@ class GatewayMetrics:
             ["operation"],
             registry=r,
         )
+        self.placements_shared = Counter(
+            "specgate_placements_shared",
+            "Prefix placements (where a conversation moved) shared with other replicas: sent, received (taken in).",
+            ["direction"],
+            registry=r,
+        )
+        self.placement_sync_errors = Counter(
+            "specgate_placement_sync_errors",
+            "Rounds of placement sharing that failed (the shared store away); picking goes on with what it knows.",
+            registry=r,
+        )
         self.records_dropped = Counter(
             "specgate_records_dropped",
             "Workload record lines dropped because the writer fell behind (recording.enabled).",

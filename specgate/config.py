@@ -126,6 +126,9 @@ class PickingConfig(_Strict):
     # engine. At high load no engine ends up more than about load_bound x the mean.
     load_bound: Annotated[float, Field(ge=1.0)] = 1.2
     load_slack: Annotated[float, Field(ge=0)] = 1.0
+    # Prefixes (conversations) whose last engine each gateway process remembers: one that spilled past the load bound
+    # stays where its newest history is instead of going back to its home. 0: homes only.
+    placement_memory: Annotated[int, Field(ge=0)] = 65_536
     # Prompts shorter than this (characters) have no affinity: load alone places them.
     prefix_min_chars: Annotated[int, Field(ge=1)] = 512
     prefix_max_chars: Annotated[int, Field(ge=1)] = 65_536

@@ -124,3 +124,14 @@ def test_unhealthy_first_choice_goes_to_the_second() -> None:
     # The same second choice when home is excluded after a failed try instead.
     idle = [EndpointLoad(0, True, 0, 0, 0)] * 3
     assert pick_endpoint(idle, {home}, scoring=AFFINITY, names=NAMES, affinity=key) == second
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_a_remembered_endpoint_keeps_the_prefix_within_the_bound(key: int) -> None:
+    home = _first_choice(key)
+    moved = (home + 1) % 3
+    idle = [EndpointLoad(0, True, 0, 0, 0)] * 3
+    assert pick_endpoint(idle, scoring=AFFINITY, names=NAMES, affinity=key, last=NAMES[moved]) == moved
+    # Over the bound there, it spills to the home (ranked second), not to the third endpoint.
+    loads = [EndpointLoad(0, True, 4 if i == moved else 0, 0, 0) for i in range(3)]
+    assert pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=key, last=NAMES[moved]) == home

@@ -56,3 +56,20 @@ def test_load_scores_rank_the_least_loaded_first(loads: list[float]) -> None:
         for c, d in zip(loads, scores, strict=True):
             if a < c:
                 assert b >= d
+
+
+@given(keys, st.sampled_from(URLS))
+def test_the_last_endpoint_ranks_first_and_the_home_second(key: int, last: str) -> None:
+    home = _top(key, URLS)
+    scores = dict(zip(URLS, prefix_scores(key, URLS, last), strict=True))
+    assert scores[last] == 1.0
+    assert sorted(scores.values()) == [0.0, 0.0, 0.0, 0.5, 1.0]
+    if last != home:
+        assert scores[home] == 0.5
+    else:
+        assert scores == dict(zip(URLS, prefix_scores(key, URLS), strict=True))
+
+
+@given(keys)
+def test_a_last_endpoint_that_is_not_a_candidate_changes_nothing(key: int) -> None:
+    assert prefix_scores(key, URLS[:3], URLS[4]) == prefix_scores(key, URLS[:3])

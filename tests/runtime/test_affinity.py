@@ -111,3 +111,31 @@ async def test_affinity_off_spreads_a_conversation() -> None:
     replica = Replica(upstream, {"weights": {"prefix": 0}})
     seen = {await replica.send(m) for m in _turns(0, 8)}
     assert len(seen) > 1
+
+
+async def test_a_spilled_conversation_stays_where_it_spilled() -> None:
+    upstream = _upstream()
+    for memory, stays in ((65_536, True), (0, False)):
+        replica = Replica(upstream, {"placement_memory": memory})
+        pool = replica.pools.pools[0]
+        turns = _turns(0, 3)
+        home_url = await replica.send(turns[0])
+        home = next(ep for ep in pool.endpoints if ep.url == home_url)
+        home.outstanding = 5  # over the bound: the second turn spills
+        spill_url = await replica.send(turns[1])
+        assert spill_url != home_url
+        home.outstanding = 0  # the home is idle again
+        third = await replica.send(turns[2])
+        # With the memory the third turn goes where the second (the newest history) went; without, back home.
+        assert (third == spill_url) is stays and (third == home_url) is not stays
+
+
+async def test_a_config_reload_keeps_where_conversations_went() -> None:
+    raw: dict[str, Any] = {"pools": [{"name": "p", "model": "m", "endpoints": ENDPOINTS}]}
+    old = PoolSet(GatewayConfig.model_validate(raw))
+    old.pools[0].placements.put(7, ENDPOINTS[2])
+    same = PoolSet(GatewayConfig.model_validate(raw), carry=old)
+    assert same.pools[0].placements.get(7) == ENDPOINTS[2]
+    # A new capacity starts afresh rather than silently keeping the old bound.
+    resized = PoolSet(GatewayConfig.model_validate({**raw, "picking": {"placement_memory": 8}}), carry=old)
+    assert resized.pools[0].placements.get(7) is None and resized.pools[0].placements.capacity == 8
