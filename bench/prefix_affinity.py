@@ -8,7 +8,9 @@ each policy:
 
 - `round-robin`: `picking.weights` load 0, prefix 0;
 - `load`: load only (specgate's picking before prefix affinity);
-- `affinity`: the shipped default (prefix 3, load 1, load bound 1.2 x mean + 1).
+- `affinity`: the shipped default (prefix 3, load 1, load bound 1.2 x mean + 1, placement memory);
+- `affinity-loose`, `affinity-tight`: other bounds (1.5 x mean + 2; 1.2 x mean);
+- `affinity-homes`, `affinity-homes-tight`: rendezvous homes without placement memory (the default before it).
 
 Workload: `--conversations` conversations on a few long system prompts (one per app), each `--turns` turns of a
 user message and a streamed answer of `--answer-tokens` tokens (ignore_eos), `--concurrency` users at once, each
