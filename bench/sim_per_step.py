@@ -45,8 +45,10 @@ def policy(
     if name == "vllm-table-hindsight":
         return BatchTable(0, name, tuple((int(hi), int(k)) for hi, k in hindsight[scenario.name]))
     if variants and name in variants:
-        settings = replace(ControllerSettings(), **variants[name])  # type: ignore[arg-type]  # checked by dataclass
-        return AdaptiveSchedule(scenario, settings=settings, name=name)
+        given = dict(variants[name])
+        explore = str(given.pop("explore", "request"))
+        settings = replace(ControllerSettings(), **given)  # type: ignore[arg-type]  # checked by dataclass
+        return AdaptiveSchedule(scenario, settings=settings, name=name, explore=explore)
     return make_policy(name, scenario)
 
 
@@ -57,13 +59,17 @@ def variant(text: str) -> tuple[str, dict[str, object]]:
         parsed = json.loads(settings)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not NAME=JSON: {text!r} ({exc})") from None
-    unknown = set(parsed) - {f.name for f in fields(ControllerSettings)} if isinstance(parsed, dict) else {"?"}
+    known = {f.name for f in fields(ControllerSettings)} | {"explore"}
+    unknown = set(parsed) - known if isinstance(parsed, dict) else {"?"}
+    if isinstance(parsed, dict) and parsed.get("explore", "request") not in EXPLORE_MODES:
+        unknown = {"explore"}
     if not name or unknown:
         raise argparse.ArgumentTypeError(f"not NAME=JSON of controller settings: {text!r}")
     return f"specgate[{name}]", parsed
 
 
 OURS = ["specgate", "specgate-per-dispatch", "oracle-per-step"]
+EXPLORE_MODES = ("request", "step", "shared-step")
 
 
 def main() -> None:
@@ -78,7 +84,8 @@ def main() -> None:
         action="append",
         default=[],
         help="NAME=JSON: also run specgate per step with these controller settings, as specgate[NAME] "
-        "(e.g. z0='{\"z\": 0}')",
+        "(e.g. z0='{\"z\": 0}'); an \"explore\" key spreads exploration differently: request (the gateway's), "
+        "step, shared-step (offline/simulator.py AdaptiveSchedule)",
     )
     args = ap.parse_args()
     variants = dict(args.variant)

@@ -634,16 +634,33 @@ class AdaptiveSchedule(Adaptive):
     name: str = "specgate"
     mode: ClassVar[str] = "per-step"
     pinned: bool = False
+    # How exploration is spread (an experiment, not what the gateway does): "request" (the gateway's: a share of
+    # requests keep the explore k for life), "step" (every request draws at every step), "shared-step" (one draw per
+    # engine step for all its requests: the drafter runs at the explore k on that share of steps only).
+    explore: str = "request"
+    _coin_at: float = -1.0
+    _coin: float = 1.0
+    _rng: random.Random = field(default_factory=lambda: random.Random(1))
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
         d = self.ctl.table().routes[route]
-        self.pinned = d.explore_k is not None and rng.random() < d.explore_share
+        self.pinned = self.explore == "request" and d.explore_k is not None and rng.random() < d.explore_share
         if self.pinned and d.explore_k is not None:
             return d.explore_k
         return self.step_k(route, now, max(1, batch + 1))
 
     def step_k(self, route: str, now: float, batch: int) -> int:
-        return self.ctl.table().routes[route].k_at(batch)
+        d = self.ctl.table().routes[route]
+        if self.explore != "request" and d.explore_k is not None:
+            if self.explore == "step":
+                coin = self._rng.random()
+            else:
+                if now != self._coin_at:
+                    self._coin_at, self._coin = now, self._rng.random()
+                coin = self._coin
+            if coin < d.explore_share:
+                return d.explore_k
+        return d.k_at(batch)
 
 
 @dataclass
