@@ -56,13 +56,14 @@ class StateStore(ABC):
     async def cache_put(self, key: bytes, value: bytes, ttl_s: float) -> None:  # noqa: B027 - optional hook
         pass
 
-    # Where conversations were placed (runtime/placement_sync.py): a log every replica appends to and reads from a
-    # cursor of its own. In memory there is no other replica to tell.
-    async def share_placements(self, items: list[bytes]) -> None:  # noqa: B027 - optional hook
+    # Logs every replica appends to and reads from a cursor of its own (runtime/replica_logs.py: where conversations
+    # moved, the semantic cache's index). In memory there is no other replica to tell.
+    async def append_log(self, name: str, items: list[bytes]) -> None:  # noqa: B027 - optional hook
         pass
 
-    async def read_placements(self, after: str) -> tuple[list[bytes], str]:
-        """Entries appended after cursor `after` ("" for the last few minutes'), and the cursor to read on from."""
+    async def read_log(self, name: str, after: str) -> tuple[list[bytes], str]:
+        """Entries of log `name` appended after cursor `after` ("" for the last few minutes'), and the cursor to read
+        on from."""
         return [], after
 
     @abstractmethod
@@ -200,10 +201,11 @@ return {total, redis.call('PTTL', KEYS[1])}
 """
 
 
-# The placement log: entries kept (approximately), read per call, and how far back a starting replica reads.
-_PLACEMENT_LOG = 100_000
-_PLACEMENT_READ = 10_000
-_PLACEMENT_LOOKBACK_S = 600
+# Replica logs (runtime/replica_logs.py): entries kept per log (approximately), read per call, and how far back a
+# starting replica reads.
+_LOG_LENGTH = 100_000
+_LOG_READ = 10_000
+_LOG_LOOKBACK_S = 600
 
 
 def redis_client(url: str, timeout_s: float) -> aioredis.Redis:
@@ -251,7 +253,6 @@ class RedisStateStore(StateStore):
         self._k = {name: f"{ns}:{name}" for name in ("obs", "lease", "fence", "table", "status", "decisions", "admin")}
         self._keys_hash = f"{ns}:keys"
         self._rl_prefix = f"{ns}:rl:"
-        self._placements = f"{ns}:placements"
         self._acquire = self._redis.register_script(_ACQUIRE)
         self._fenced = self._redis.register_script(_FENCED_WRITE)
         self._window = self._redis.register_script(_WINDOW_ADD)
@@ -324,24 +325,29 @@ class RedisStateStore(StateStore):
     async def cache_put(self, key: bytes, value: bytes, ttl_s: float) -> None:
         await self._call(self._redis.set(f"{self.config.namespace}:cache:{key.hex()}", value, px=int(ttl_s * 1000)))
 
-    async def share_placements(self, items: list[bytes]) -> None:
+    async def append_log(self, name: str, items: list[bytes]) -> None:
         if not items:
             return
         pipe = self._redis.pipeline(transaction=False)
         for item in items:
             # Approximate trimming keeps the stream bounded at the cost of an O(1) check per append.
-            pipe.xadd(self._placements, {"p": item}, maxlen=_PLACEMENT_LOG, approximate=True)
+            pipe.xadd(self._log_key(name), {"p": item}, maxlen=_LOG_LENGTH, approximate=True)
         await self._call(pipe.execute())
 
-    async def read_placements(self, after: str) -> tuple[list[bytes], str]:
-        # A stream id is "<ms>-<seq>": a replica that starts reads the last few minutes' placements, not all.
-        start = after or f"{int((time.time() - _PLACEMENT_LOOKBACK_S) * 1000)}-0"
-        answer = await self._call(self._redis.xread({self._placements: start}, count=_PLACEMENT_READ))
+    async def read_log(self, name: str, after: str) -> tuple[list[bytes], str]:
+        # A stream id is "<ms>-<seq>": a replica that starts reads the last few minutes' entries, not all.
+        start = after or f"{int((time.time() - _LOG_LOOKBACK_S) * 1000)}-0"
+        answer = await self._call(self._redis.xread({self._log_key(name): start}, count=_LOG_READ))
         if not answer:
             return [], start
         entries = answer[0][1]
         items = [fields[b"p"] for _, fields in entries if b"p" in fields]
         return items, self._text(entries[-1][0]) or start
+
+    def _log_key(self, name: str) -> str:
+        if not name.isidentifier():
+            raise ValueError(f"log name {name!r}")
+        return f"{self.config.namespace}:log:{name}"
 
 
 def make_store(config: StateConfig, replica_id: str | None = None) -> StateStore:

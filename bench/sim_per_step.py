@@ -84,7 +84,7 @@ def main() -> None:
         action="append",
         default=[],
         help="NAME=JSON: also run specgate per step with these controller settings, as specgate[NAME] "
-        "(e.g. z0='{\"z\": 0}'); an \"explore\" key spreads exploration differently: request (the gateway's), "
+        '(e.g. z0=\'{"z": 0}\'); an "explore" key spreads exploration differently: request (the gateway\'s), '
         "step, shared-step (offline/simulator.py AdaptiveSchedule)",
     )
     args = ap.parse_args()

@@ -8,7 +8,7 @@ the conversation stays on the engine that now holds all of its history, one miss
 A bounded LRU, so memory stays flat however many conversations pass.
 
 Several replicas: each placement that changes where a key lives is also kept in an outbox (`drain`) that
-runtime/placement_sync.py shares through the state store, and other replicas' placements are `merge`d in, the newer
+runtime/replica_logs.py shares through the state store, and other replicas' placements are `merge`d in, the newer
 winning, so a conversation moved by one replica is found where it moved by the others.
 """
 

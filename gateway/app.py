@@ -47,13 +47,13 @@ from specgate.runtime.control_loop import ControlLoop
 from specgate.runtime.coordination import StoreCoordinator
 from specgate.runtime.dispatch import Dispatcher, Plan
 from specgate.runtime.metrics import GatewayMetrics
-from specgate.runtime.placement_sync import PlacementSync
 from specgate.runtime.recorder import FileSink, RecordSink, WorkloadRecorder
 from specgate.runtime.relay import Relay, RelayResult, StreamRelay
 from specgate.runtime.reload import ConfigReloader, ConfigWatcher
+from specgate.runtime.replica_logs import LogSync, PlacementLog, SharedLog
 from specgate.runtime.requests import Api, ParsedRequest
 from specgate.runtime.response_cache import ResponseCache
-from specgate.runtime.semantic_cache import Embedder, HashedEmbedder, SemanticIndex
+from specgate.runtime.semantic_cache import Embedder, HashedEmbedder, SemanticIndex, SemanticLog
 from specgate.runtime.shared_cache import SharedCache
 from specgate.runtime.tracing import Tracing
 from specgate.runtime.worker_metrics import WorkerMetrics
@@ -138,8 +138,6 @@ class Gateway:
         self.alerts = AlertDispatcher(config.alerts, self.metrics)
         self.store = make_store(config.state)
         self.coordinator = StoreCoordinator(self.store, config.state.lease_ttl_s, self.metrics)
-        # Where conversations moved, told to the other replicas (prefix affinity; nothing to do in memory).
-        self.placement_sync = PlacementSync(self.store, lambda: self.pools.pools, self.metrics)
         self.control = ControlLoop(
             config, self.pools, self.sink, self.dispatcher, self.metrics, self.coordinator, self.alerts
         )
@@ -178,6 +176,12 @@ class Gateway:
                 else HashedEmbedder()
             )
         self.cache = SharedCache(local, self.store, self.metrics, semantic) if c.enabled else None
+        # What replicas tell each other off the request path (nothing to do with the in-memory store): where
+        # conversations moved (prefix affinity) and the semantic cache's index.
+        logs: list[SharedLog] = [PlacementLog(lambda: self.pools.pools)]
+        if semantic is not None and self.store.kind != "memory":
+            logs.append(SemanticLog(semantic))
+        self.replica_logs = LogSync(self.store, logs, self.metrics)
         self.recorder = (
             WorkloadRecorder(record_sink(config), on_drop=self.metrics.records_dropped.inc)
             if config.recording.enabled
@@ -417,7 +421,7 @@ class Gateway:
     @asynccontextmanager
     async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
         await self.store.start()
-        self.placement_sync.start()
+        self.replica_logs.start()
         await self.monitor.start()
         await self.alerts.start()
         if self.recorder is not None:
@@ -448,7 +452,7 @@ class Gateway:
             await self.alerts.stop()
             await self.monitor.stop()
             await asyncio.gather(*self._background, return_exceptions=True)
-            await self.placement_sync.stop()
+            await self.replica_logs.stop()
             await self.store.close()
             await asyncio.to_thread(self.tracing.shutdown)
             await self.relay.aclose()

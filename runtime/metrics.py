@@ -193,15 +193,16 @@ class GatewayMetrics:
             ["operation"],
             registry=r,
         )
-        self.placements_shared = Counter(
-            "specgate_placements_shared",
-            "Prefix placements (where a conversation moved) shared with other replicas: sent, received (taken in).",
-            ["direction"],
+        self.replica_log_entries = Counter(
+            "specgate_replica_log_entries",
+            "Entries of the logs replicas share through the store (placements: where a conversation moved; semantic:"
+            " the semantic cache's index): sent, received (taken in).",
+            ["log", "direction"],
             registry=r,
         )
-        self.placement_sync_errors = Counter(
-            "specgate_placement_sync_errors",
-            "Rounds of placement sharing that failed (the shared store away); picking goes on with what it knows.",
+        self.replica_log_errors = Counter(
+            "specgate_replica_log_errors",
+            "Rounds of replica log sharing that failed (the shared store away); replicas go on with what they know.",
             registry=r,
         )
         self.records_dropped = Counter(

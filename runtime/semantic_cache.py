@@ -5,7 +5,9 @@ A request is a near-duplicate of a kept one when everything but its text is iden
 tenant, model, sampling parameters, the roles of its messages) and the embeddings of its text are at least
 `threshold` apart in cosine similarity. The index only points at entries of the exact cache
 (runtime/response_cache.py): the answer itself, its bounds, expiry and sharing between replicas stay there; an index
-entry whose answer has gone is a miss. The index is this replica's own (bounded, least recently added go first).
+entry whose answer has gone is a miss. The index is bounded (least recently added go first); with several replicas on
+a shared store each tells the others what it indexed (`SemanticLog`, runtime/replica_logs.py), so a near-duplicate
+of a request answered on one replica is a hit on every replica.
 
 Embedders (`Embedder`): `HashedEmbedder`, built in: word unigrams and bigrams hashed into a fixed-size vector,
 lexical, catches re-typed, re-cased, re-punctuated and lightly re-worded prompts, not paraphrases; or an
@@ -20,7 +22,7 @@ import math
 import re
 import time
 import zlib
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,7 +31,7 @@ import numpy as np
 import orjson
 from specgate.controllers.classifier import content_text
 
-__all__ = ["Embedder", "HashedEmbedder", "Match", "SemanticIndex", "semantic_scope", "semantic_text"]
+__all__ = ["Embedder", "HashedEmbedder", "Match", "SemanticIndex", "SemanticLog", "semantic_scope", "semantic_text"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -157,6 +159,9 @@ class SemanticIndex:
         self._scopes: dict[bytes, _Scope] = {}
         # Lookups that missed, waiting for their fresh answer to be kept: key -> (scope, vector).
         self._pending: OrderedDict[bytes, tuple[bytes, np.ndarray]] = OrderedDict()
+        # Entries indexed here, not yet told to the other replicas (`SemanticLog`); kept only while shared.
+        self._outbox: deque[tuple[bytes, bytes, np.ndarray, float]] = deque(maxlen=max(1, max_entries))
+        self.shared = False
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -183,11 +188,31 @@ class SemanticIndex:
         if pending is None:
             return
         scope, vector = pending
+        self._add(key, scope, vector, self._clock())
+        if self.shared:
+            self._outbox.append((key, scope, vector, time.time()))
+
+    def merge(self, key: bytes, scope: bytes, vector: np.ndarray, wall_at: float) -> bool:
+        """Another replica indexed `key` at wall-clock time `wall_at`: indexed here too unless known or expired."""
+        age = max(0.0, time.time() - wall_at)
+        members = self._scopes.get(scope)
+        if key in self._entries or age >= self.ttl_s or (members is not None and members.rows.shape[1] != len(vector)):
+            return False
+        self._add(key, scope, vector, self._clock() - age)
+        return True
+
+    def drain(self) -> list[tuple[bytes, bytes, np.ndarray, float]]:
+        """Entries indexed here since the last drain: (key, scope, vector, wall-clock time)."""
+        out = list(self._outbox)
+        self._outbox.clear()
+        return out
+
+    def _add(self, key: bytes, scope: bytes, vector: np.ndarray, added: float) -> None:
         self.forget(key)
         self._entries[key] = scope
         if scope not in self._scopes:
             self._scopes[scope] = _Scope(vector.shape[0])
-        self._scopes[scope].add(key, vector, self._clock())
+        self._scopes[scope].add(key, vector, added)
         while len(self._entries) > self.max_entries:
             self.forget(next(iter(self._entries)))
 
@@ -199,3 +224,27 @@ class SemanticIndex:
         members.remove(key)
         if not members.keys:
             del self._scopes[scope]
+
+
+class SemanticLog:
+    """The index shared between replicas (runtime/replica_logs.py): entries indexed here out, the others' in."""
+
+    name = "semantic"
+
+    def __init__(self, index: SemanticIndex) -> None:
+        self._index = index
+        index.shared = True
+
+    def outgoing(self) -> list[bytes]:
+        return [
+            orjson.dumps([key.hex(), scope.hex(), at, vector.astype(np.float32).tobytes().hex()])
+            for key, scope, vector, at in self._index.drain()
+        ]
+
+    def take(self, raw: bytes) -> bool:
+        try:
+            key, scope, at, vector = orjson.loads(raw)
+            decoded = np.frombuffer(bytes.fromhex(vector), dtype=np.float32)
+            return self._index.merge(bytes.fromhex(key), bytes.fromhex(scope), decoded, float(at))
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            return False  # another version's shape or garbage: skipped

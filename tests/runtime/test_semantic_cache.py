@@ -4,6 +4,8 @@ bench/semantic_precision.py."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import orjson
 from hypothesis import given
@@ -140,3 +142,22 @@ def test_the_index_answers_as_a_search_over_what_it_holds(ops: list[tuple[bool, 
     best = max(held, key=lambda h: float(vectors[h] @ vectors[probe]))
     assert found is not None and found.key == bytes([best])
     assert len(index) == len(held)
+
+
+def test_entries_from_another_replica_keep_their_age_and_are_not_sent_back() -> None:
+    clock = Clock()
+    index = SemanticIndex(threshold=0.9, max_entries=10, ttl_s=10, clock=clock)
+    index.shared = True
+    v = EMBED.vector("How do I reverse a list in Python?")
+    now = time.time()
+    assert index.merge(b"k1", b"s", v, now - 4)  # indexed elsewhere four seconds ago
+    assert not index.merge(b"k1", b"s", v, now)  # already known
+    assert not index.merge(b"k2", b"s", v, now - 11)  # older than the TTL: its answer is gone
+    assert not index.merge(b"k3", b"s", v[:10], now)  # another embedding size in the scope
+    assert index.nearest(b"s", v) is not None
+    clock.now += 7  # 11 s after it was indexed elsewhere: expired here too
+    assert index.nearest(b"s", v) is None
+    assert index.drain() == []  # merged entries are not shared back
+    index.expect(b"k4", b"s", v)
+    index.commit(b"k4")
+    assert [entry[0] for entry in index.drain()] == [b"k4"]

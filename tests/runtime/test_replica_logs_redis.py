@@ -1,5 +1,6 @@
-"""Placements shared between replicas through a real redis-server: a conversation one replica moved past the load
-bound is found where it moved by another replica, and a Redis outage costs the sharing, never a pick."""
+"""Logs shared between replicas through a real redis-server (runtime/replica_logs.py): a conversation one replica
+moved past the load bound is found where it moved by another replica; a request answered on one replica is a
+semantic hit on another; a Redis outage costs the sharing, never a pick."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 from specgate.backends.state_store import RedisStateStore, StoreUnavailable
 from specgate.runtime.metrics import GatewayMetrics
-from specgate.runtime.placement_sync import PlacementSync, decode_placement, encode_placement
+from specgate.runtime.replica_logs import LogSync, PlacementLog, decode_placement, encode_placement
+from specgate.runtime.semantic_cache import HashedEmbedder, SemanticIndex, SemanticLog
 
 from specgate.config import StateConfig
 from tests.redis_server import RedisServer
@@ -28,10 +30,10 @@ class SyncedReplica(Replica):
         super().__init__(_upstream())
         self.store = RedisStateStore(StateConfig(redis_url=url, timeout_s=0.3), replica_id=name)
         self.metrics = GatewayMetrics()
-        self.sync = PlacementSync(self.store, lambda: self.pools.pools, self.metrics, interval_s=0.05)
+        self.sync = LogSync(self.store, [PlacementLog(lambda: self.pools.pools)], self.metrics, interval_s=0.05)
 
     def counted(self, direction: str) -> float:
-        return self.metrics.placements_shared.labels(direction)._value.get()
+        return self.metrics.replica_log_entries.labels("placements", direction)._value.get()
 
 
 def test_a_move_on_one_replica_is_followed_by_the_other(redis: RedisServer) -> None:
@@ -83,14 +85,14 @@ def test_redis_outage_costs_the_sharing_not_the_pick(redis: RedisServer) -> None
         with pytest.raises(StoreUnavailable):
             await a.sync.step()
         await asyncio.sleep(0.4)
-        assert a.metrics.placement_sync_errors._value.get() >= 1
+        assert a.metrics.replica_log_errors._value.get() >= 1
         urls = {await a.send(m) for m in _turns(1, 3)}  # picking goes on, affinity from the homes
         assert len(urls) == 1
         redis.start()
         await asyncio.sleep(0.3)
-        errors = a.metrics.placement_sync_errors._value.get()
+        errors = a.metrics.replica_log_errors._value.get()
         await asyncio.sleep(0.3)
-        assert a.metrics.placement_sync_errors._value.get() == errors  # back: rounds succeed again
+        assert a.metrics.replica_log_errors._value.get() == errors  # back: rounds succeed again
         await a.sync.stop()
         await a.store.close()
 
@@ -99,5 +101,38 @@ def test_redis_outage_costs_the_sharing_not_the_pick(redis: RedisServer) -> None
 
 def test_garbage_in_the_log_is_skipped() -> None:
     assert decode_placement(b"not json") is None
-    assert decode_placement(b'["p", "x", "u", 1.0, "r"]') is None
-    assert decode_placement(encode_placement("p", 2**64 - 1, "u", 1.5, "r")) == ("p", 2**64 - 1, "u", 1.5, "r")
+    assert decode_placement(b'["p", "x", "u", 1.0]') is None
+    assert decode_placement(encode_placement("p", 2**64 - 1, "u", 1.5)) == ("p", 2**64 - 1, "u", 1.5)
+    index = SemanticIndex(0.9, 10, 60.0)
+    semantic = SemanticLog(index)
+    assert not semantic.take(b"not json")
+    assert not semantic.take(b'["zz", "00", 1.0, "00"]')
+    assert len(index) == 0
+
+
+def test_a_near_duplicate_of_an_answer_on_one_replica_is_a_hit_on_another(redis: RedisServer) -> None:
+    embed = HashedEmbedder()
+    scope = b"s" * 16
+    asked = embed.vector("What is the capital of France? Answer in one word.")
+    again = embed.vector("what is the capital of france, answer in one word")
+
+    async def scenario() -> None:
+        indexes = {name: SemanticIndex(0.8, 100, 60.0) for name in ("a", "b")}
+        syncs = {}
+        for name, index in indexes.items():
+            store = RedisStateStore(StateConfig(redis_url=redis.url, timeout_s=0.3), replica_id=name)
+            syncs[name] = (store, LogSync(store, [SemanticLog(index)], GatewayMetrics(), interval_s=0.05))
+        await syncs["b"][1].step()
+        assert indexes["b"].nearest(scope, again) is None
+        indexes["a"].expect(b"key-1", scope, asked)
+        indexes["a"].commit(b"key-1")  # replica a answered and kept it
+        await syncs["a"][1].step()
+        await syncs["b"][1].step()
+        match = indexes["b"].nearest(scope, again)
+        assert match is not None and match.key == b"key-1"
+        # Another scope (tenant, route, parameters) never matches, shared or not.
+        assert indexes["b"].nearest(b"t" * 16, again) is None
+        for store, _ in syncs.values():
+            await store.close()
+
+    asyncio.run(scenario())
