@@ -69,8 +69,9 @@ class LogSync:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
-        with contextlib.suppress(StoreUnavailable):
-            await self.step()  # what was learnt last reaches the others
+        # What was learnt last reaches the others, unless the store is away: shutdown does not wait on it for long.
+        with contextlib.suppress(StoreUnavailable, TimeoutError):
+            await asyncio.wait_for(self.step(), 4 * self._interval_s)
 
     async def _run(self) -> None:
         while True:
@@ -79,6 +80,9 @@ class LogSync:
             except StoreUnavailable as exc:
                 self._metrics.replica_log_errors.inc()
                 log.debug("replica log sharing failed: %s", exc)
+            except Exception:  # a bug must not end the sharing for the life of the process
+                self._metrics.replica_log_errors.inc()
+                log.exception("replica log sharing failed")
             await asyncio.sleep(self._interval_s)
 
     async def step(self) -> None:
