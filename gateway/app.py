@@ -178,7 +178,7 @@ class Gateway:
         self.cache = SharedCache(local, self.store, self.metrics, semantic) if c.enabled else None
         # What replicas tell each other off the request path (nothing to do with the in-memory store): where
         # conversations moved (prefix affinity) and the semantic cache's index.
-        logs: list[SharedLog] = [PlacementLog(lambda: self.pools.pools)]
+        logs: list[SharedLog] = [PlacementLog(self.pools)]
         if semantic is not None and self.store.kind != "memory":
             logs.append(SemanticLog(semantic))
         self.replica_logs = LogSync(self.store, logs, self.metrics)

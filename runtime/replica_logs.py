@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 import orjson
-from specgate.backends.pool import Pool
+from specgate.backends.pool import PoolSet
 from specgate.backends.state_store import StateStore, StoreUnavailable
 from specgate.runtime.metrics import GatewayMetrics
 
@@ -121,12 +121,12 @@ class PlacementLog:
 
     name = "placements"
 
-    def __init__(self, pools: Callable[[], Sequence[Pool]]) -> None:
-        self._pools = pools
+    def __init__(self, pools: PoolSet) -> None:
+        self._pools = pools  # the set a reload installs into, so its current pools
 
     def outgoing(self) -> list[bytes]:
         out = []
-        for pool in self._pools():
+        for pool in self._pools.pools:
             pool.placements.shared = True  # pools of a reloaded config start sharing here
             out += [encode_placement(pool.name, *placement) for placement in pool.placements.drain()]
         return out
@@ -135,5 +135,5 @@ class PlacementLog:
         entry = decode_placement(raw)
         if entry is None:
             return False
-        pool = next((p for p in self._pools() if p.name == entry[0]), None)
+        pool = self._pools.pool(entry[0])
         return pool is not None and pool.placements.merge(*entry[1:])

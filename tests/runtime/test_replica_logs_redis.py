@@ -30,7 +30,7 @@ class SyncedReplica(Replica):
         super().__init__(_upstream())
         self.store = RedisStateStore(StateConfig(redis_url=url, timeout_s=0.3), replica_id=name)
         self.metrics = GatewayMetrics()
-        self.sync = LogSync(self.store, [PlacementLog(lambda: self.pools.pools)], self.metrics, interval_s=0.05)
+        self.sync = LogSync(self.store, [PlacementLog(self.pools)], self.metrics, interval_s=0.05)
 
     def counted(self, direction: str) -> float:
         return self.metrics.replica_log_entries.labels("placements", direction)._value.get()
