@@ -114,6 +114,7 @@ class Pool:
         loads = [ep.load(now, self.stale_after_s) for ep in self.endpoints]
         skip = {i for i, ep in enumerate(self.endpoints) if ep in exclude} if exclude else ()
         self._rotation += 1
+        last = self.placements.get(affinity) if affinity is not None else None
         index = pick_endpoint(
             loads,
             skip,
@@ -121,7 +122,9 @@ class Pool:
             scoring=self.scoring,
             names=[ep.url for ep in self.endpoints] if affinity is not None else (),
             affinity=affinity,
-            last=self.placements.get(affinity) if affinity is not None else None,
+            last=last,
+            # Without a memory every key looks new: the new-conversation bound applies only where there is one.
+            new=affinity is not None and last is None and self.placements.capacity > 0,
         )
         if index is None:
             return None
@@ -175,7 +178,13 @@ class PoolSet:
         b = config.breaker
         settings = BreakerSettings(b.failure_threshold, b.open_s, b.max_open_s)
         picking = config.picking
-        scoring = Scoring(picking.weights.load, picking.weights.prefix, picking.load_bound, picking.load_slack)
+        scoring = Scoring(
+            load=picking.weights.load,
+            prefix=picking.weights.prefix,
+            load_bound=picking.load_bound,
+            load_slack=picking.load_slack,
+            new_bound=picking.new_prefix_bound,
+        )
         known = {(ep.pool, ep.url): ep for ep in carry.endpoints()} if carry is not None else {}
         memories = {pool.name: pool.placements for pool in carry.pools} if carry is not None else {}
 

@@ -135,3 +135,30 @@ def test_a_remembered_endpoint_keeps_the_prefix_within_the_bound(key: int) -> No
     # Over the bound there, it spills to the home (ranked second), not to the third endpoint.
     loads = [EndpointLoad(0, True, 4 if i == moved else 0, 0, 0) for i in range(3)]
     assert pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=key, last=NAMES[moved]) == home
+
+
+BALANCE_NEW = Scoring(load=1.0, prefix=3.0, load_bound=1.2, load_slack=1.0, new_bound=1.0)
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_a_new_prefix_goes_home_only_while_home_is_at_most_the_mean(key: int) -> None:
+    home = _first_choice(key)
+    # Home at 2 running, others at 1: within 1.2 x mean + 1 (2.6) but above the mean (1.33).
+    loads = [EndpointLoad(0, True, 2 if i == home else 1, 0, 0) for i in range(3)]
+    assert pick_endpoint(loads, scoring=BALANCE_NEW, names=NAMES, affinity=key) == home
+    placed = pick_endpoint(loads, scoring=BALANCE_NEW, names=NAMES, affinity=key, new=True)
+    assert placed is not None and placed != home
+    # Equal loads: home is at the mean and keeps the new prefix, so replicas without shared memory agree.
+    even = [EndpointLoad(0, True, 2, 0, 0)] * 3
+    assert pick_endpoint(even, scoring=BALANCE_NEW, names=NAMES, affinity=key, new=True) == home
+    # Without `new_bound` a new prefix has the ordinary bound.
+    assert pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=key, new=True) == home
+
+
+@given(st.lists(st.floats(0, 50, allow_nan=False), min_size=1, max_size=6), st.integers(0, 2**64 - 1))
+def test_a_new_prefix_is_never_above_the_mean(running: list[float], key: int) -> None:
+    names = [f"http://e{i}:8000" for i in range(len(running))]
+    loads = [EndpointLoad(0, True, r, 0, 0) for r in running]
+    choice = pick_endpoint(loads, scoring=BALANCE_NEW, names=names, affinity=key, new=True)
+    assert choice is not None
+    assert running[choice] <= max(sum(running) / len(running), min(running))

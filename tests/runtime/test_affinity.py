@@ -139,3 +139,25 @@ async def test_a_config_reload_keeps_where_conversations_went() -> None:
     # A new capacity starts afresh rather than silently keeping the old bound.
     resized = PoolSet(GatewayConfig.model_validate({**raw, "picking": {"placement_memory": 8}}), carry=old)
     assert resized.pools[0].placements.get(7) is None and resized.pools[0].placements.capacity == 8
+
+
+async def test_a_new_conversation_avoids_a_busy_home_and_stays_where_it_started() -> None:
+    upstream = _upstream()
+    for memory, balanced in ((65_536, True), (0, False)):
+        replica = Replica(upstream, {"placement_memory": memory, "new_prefix_bound": 1.0})
+        pool = replica.pools.pools[0]
+        turns = _turns(0, 3)
+        probe = Replica.request(turns[0])
+        replica.dispatcher.plan(probe, {})
+        assert probe.affinity is not None
+        home_url = Replica(upstream).pools.pools[0].pick(None, probe.affinity).url  # type: ignore[union-attr]
+        home = next(ep for ep in pool.endpoints if ep.url == home_url)
+        # Home has 2 outstanding, the others 1 (mean 1.25): within the ordinary bound (2.5), above the mean.
+        for ep in pool.endpoints:
+            ep.outstanding = 2 if ep is home else 1
+        first = await replica.send(turns[0])
+        assert (first != home_url) is balanced
+        for ep in pool.endpoints:
+            ep.outstanding = 0
+        # Later turns follow the first (where its history is), even with the home idle again.
+        assert {await replica.send(m) for m in turns[1:]} == {first}
