@@ -123,8 +123,7 @@ class Pool:
             names=[ep.url for ep in self.endpoints] if affinity is not None else (),
             affinity=affinity,
             last=last,
-            # Without a memory every key looks new: the new-conversation bound applies only where there is one.
-            new=affinity is not None and last is None and self.placements.capacity > 0,
+            active=self._active_conversations() if affinity is not None and last is None else None,
         )
         if index is None:
             return None
@@ -132,6 +131,12 @@ class Pool:
         if affinity is not None:
             self.placements.put(affinity, chosen.url, time.time())
         return chosen
+
+    def _active_conversations(self) -> list[int] | None:
+        """Conversations each endpoint carries, for placing a new one; None without a memory (every key looks new)."""
+        if self.placements.capacity == 0 or self.scoring.new_bound is None:
+            return None
+        return self.placements.active([ep.url for ep in self.endpoints], time.time())
 
     def has_healthy_endpoint(self) -> bool:
         return any(ep.healthy for ep in self.endpoints)
@@ -187,12 +192,13 @@ class PoolSet:
         )
         known = {(ep.pool, ep.url): ep for ep in carry.endpoints()} if carry is not None else {}
         memories = {pool.name: pool.placements for pool in carry.pools} if carry is not None else {}
+        window_s = picking.conversation_window_s
 
         def placements(p: PoolConfig) -> PlacementMemory:
             kept = memories.get(p.name)
-            if kept is not None and kept.capacity == picking.placement_memory:
+            if kept is not None and (kept.capacity, kept.window_s) == (picking.placement_memory, window_s):
                 return kept
-            return PlacementMemory(picking.placement_memory)
+            return PlacementMemory(picking.placement_memory, window_s)
 
         def endpoint(p: PoolConfig, url: str) -> Endpoint:
             ep = known.get((p.name, url))

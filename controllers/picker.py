@@ -50,8 +50,9 @@ class Scoring:
     prefix: float = 0.0
     load_bound: float = 1.2
     load_slack: float = 1.0
-    # The bound for a prefix the picker has no placement for (a new conversation), without slack; None: the same as
-    # for the others. New conversations are where balance is cheap: nothing is cached for them anywhere yet.
+    # A prefix the picker has no placement for (a new conversation) may also go only to an endpoint carrying at most
+    # `new_bound` x the mean number of active conversations (no slack); None: the load bound alone. New conversations
+    # are where balance is cheap: nothing is cached for them anywhere yet.
     new_bound: float | None = None
 
 
@@ -71,19 +72,18 @@ def endpoint_load(load: EndpointLoad, unknown_engine_load: float, weights: Picke
     return running_requests(load.outstanding, load.running) + _queue_pressure(load, weights)
 
 
-def within_bound(loads: Sequence[float], scoring: Scoring, *, new: bool = False) -> list[bool]:
+def within_bound(loads: Sequence[float], scoring: Scoring) -> list[bool]:
     """Whether each candidate may take one more request under the load bound: its load at most `load_bound` x the
-    candidates' mean + `load_slack` (`new`: a prefix not yet placed, at most `new_bound` x the mean when set). The
-    least loaded always may (it is at most the mean)."""
-    if not loads:
+    candidates' mean + `load_slack`. The least loaded always may (it is at most the mean)."""
+    return _at_most(loads, scoring.load_bound, scoring.load_slack)
+
+
+def _at_most(values: Sequence[float], factor: float, slack: float) -> list[bool]:
+    if not values:
         return []
-    mean = sum(loads) / len(loads)
-    if new and scoring.new_bound is not None:
-        cap = scoring.new_bound * mean
-    else:
-        cap = scoring.load_bound * mean + scoring.load_slack
-    cap = max(cap, min(loads))  # the mean's rounding must not filter out every candidate
-    return [load <= cap for load in loads]
+    cap = factor * sum(values) / len(values) + slack
+    cap = max(cap, min(values))  # the mean's rounding must not filter out every candidate
+    return [value <= cap for value in values]
 
 
 def pick_endpoint(
@@ -96,13 +96,14 @@ def pick_endpoint(
     names: Sequence[str] = (),
     affinity: int | None = None,
     last: str | None = None,
-    new: bool = False,
+    active: Sequence[int] | None = None,
 ) -> int | None:
     """Index of the endpoint to take the request, or None when every one is unhealthy or in `exclude`.
 
     `names` (the endpoints' URLs, for prefix ranking) are needed only with an `affinity` key; `last`: the endpoint
-    that key last went to, if remembered; `new`: the key has no placement yet (a new conversation: see
-    `Scoring.new_bound`). `rotation` breaks ties round-robin, so idle endpoints share light traffic.
+    that key last went to, if remembered; `active`: for a key not placed yet (a new conversation), the conversations
+    each endpoint carries (controllers/prefix_memory.py; see `Scoring.new_bound`). `rotation` breaks ties
+    round-robin, so idle endpoints share light traffic.
     """
     fresh = [load.running + _queue_pressure(load, weights) for load in loads if load.running is not None]
     unknown = max(fresh) if fresh else 0.0
@@ -113,9 +114,13 @@ def pick_endpoint(
     charged = [endpoint_load(loads[i], unknown, weights) for i in order]
     use_prefix = affinity is not None and scoring.prefix > 0.0 and len(order) > 1
     if use_prefix:
-        keep = within_bound(charged, scoring, new=new)
+        keep = within_bound(charged, scoring)
         order = [i for i, ok in zip(order, keep, strict=True) if ok]
         charged = [c for c, ok in zip(charged, keep, strict=True) if ok]
+        if active is not None and scoring.new_bound is not None:
+            keep = _at_most([float(active[i]) for i in order], scoring.new_bound, 0.0)
+            order = [i for i, ok in zip(order, keep, strict=True) if ok]
+            charged = [c for c, ok in zip(charged, keep, strict=True) if ok]
     total = [scoring.load * s for s in load_scores(charged)]
     if use_prefix:
         ranked = prefix_scores(affinity, [names[i] for i in order], last)

@@ -7,6 +7,11 @@ goes home and finds the spilled turn missing. Remembering the last engine a key 
 the conversation stays on the engine that now holds all of its history, one miss paid once, and the load evens out.
 A bounded LRU, so memory stays flat however many conversations pass.
 
+It also counts, per endpoint, the keys last placed there within a recent window (`active`): the conversations each
+engine is carrying. A new conversation is balanced on those counts (controllers/picker.py), which change the moment a
+placement is made, rather than on scraped load, which is seconds old and, with short requests, mostly noise: placing
+new conversations by a stale load figure herds them onto whichever engine looked idle at the last scrape.
+
 Several replicas: each placement that changes where a key lives is also kept in an outbox (`drain`) that
 runtime/replica_logs.py shares through the state store, and other replicas' placements are `merge`d in, the newer
 winning, so a conversation moved by one replica is found where it moved by the others.
@@ -14,7 +19,7 @@ winning, so a conversation moved by one replica is found where it moved by the o
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 
 __all__ = ["Placement", "PlacementMemory"]
 
@@ -26,16 +31,23 @@ _OUTBOX = 10_000
 class PlacementMemory:
     """The endpoint each affinity key last went to, for the `capacity` most recent keys (0: remembers nothing)."""
 
-    __slots__ = ("_capacity", "_last", "_outbox", "shared")
+    __slots__ = ("_capacity", "_counted", "_last", "_outbox", "_recent", "_window_s", "active_per_endpoint", "shared")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, window_s: float = 60.0) -> None:
         if capacity < 0:
             raise ValueError("capacity must be >= 0")
+        if window_s <= 0:
+            raise ValueError("window_s must be > 0")
         self._capacity = capacity
+        self._window_s = window_s
         self._last: OrderedDict[int, tuple[str, float]] = OrderedDict()
         # Changed placements not yet shared; kept only while another replica may read them.
         self._outbox: deque[Placement] = deque(maxlen=_OUTBOX)
         self.shared = False
+        # Active keys: placements within the window, oldest first, and the endpoint each active key is counted on.
+        self._recent: deque[Placement] = deque()
+        self._counted: dict[int, str] = {}
+        self.active_per_endpoint: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return len(self._last)
@@ -43,6 +55,10 @@ class PlacementMemory:
     @property
     def capacity(self) -> int:
         return self._capacity
+
+    @property
+    def window_s(self) -> float:
+        return self._window_s
 
     def get(self, key: int) -> str | None:
         entry = self._last.get(key)
@@ -72,9 +88,36 @@ class PlacementMemory:
         self._outbox.clear()
         return out
 
+    def active(self, names: list[str], now: float) -> list[int]:
+        """Per endpoint of `names`: the keys last placed there within the window before `now`."""
+        self._expire(now)
+        return [self.active_per_endpoint[name] for name in names]
+
     def _store(self, key: int, endpoint: str, at: float) -> None:
         last = self._last
         last[key] = (endpoint, at)
         last.move_to_end(key)
+        self._uncount(key)
+        self._counted[key] = endpoint
+        self.active_per_endpoint[endpoint] += 1
+        self._recent.append((key, endpoint, at))
         if len(last) > self._capacity:
-            last.popitem(last=False)
+            gone, _ = last.popitem(last=False)
+            self._uncount(gone)
+        self._expire(at)
+
+    def _uncount(self, key: int) -> None:
+        endpoint = self._counted.pop(key, None)
+        if endpoint is not None:
+            self.active_per_endpoint[endpoint] -= 1
+            if not self.active_per_endpoint[endpoint]:
+                del self.active_per_endpoint[endpoint]
+
+    def _expire(self, now: float) -> None:
+        cutoff = now - self._window_s
+        recent = self._recent
+        while recent and recent[0][2] < cutoff:
+            key, endpoint, at = recent.popleft()
+            # Only the key's newest placement is counted; an older event of a key placed again since is stale.
+            if self._last.get(key) == (endpoint, at):
+                self._uncount(key)

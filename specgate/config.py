@@ -129,11 +129,13 @@ class PickingConfig(_Strict):
     # Prefixes (conversations) whose last engine each gateway process remembers: one that spilled past the load bound
     # stays where its newest history is instead of going back to its home. 0: homes only.
     placement_memory: Annotated[int, Field(ge=0)] = 65_536
-    # A prefix this gateway has not placed yet (a new conversation; with placement memory only) goes to its home only
-    # while the home's load is at most this x the mean, without slack, else by load: new conversations are where
-    # balance costs no cache hits. null: the same bound as for the others (several replicas without a shared store
-    # may prefer it: they do not see each other's placements).
+    # A prefix this gateway has not placed yet (a new conversation; with placement memory only) goes to an endpoint
+    # only while it carries at most this x the mean number of active conversations (placed within
+    # `conversation_window_s`), without slack: its home when it is not the busier, else its second choice or the
+    # fewest. New conversations are where balance costs no cache hits. null: the load bound alone (several replicas
+    # without a shared store may prefer it: they do not see each other's placements).
     new_prefix_bound: Annotated[float, Field(ge=1.0)] | None = 1.0
+    conversation_window_s: Annotated[float, Field(gt=0)] = 60.0
     # Prompts shorter than this (characters) have no affinity: load alone places them.
     prefix_min_chars: Annotated[int, Field(ge=1)] = 512
     prefix_max_chars: Annotated[int, Field(ge=1)] = 65_536

@@ -141,24 +141,39 @@ BALANCE_NEW = Scoring(load=1.0, prefix=3.0, load_bound=1.2, load_slack=1.0, new_
 
 
 @given(st.integers(0, 2**64 - 1))
-def test_a_new_prefix_goes_home_only_while_home_is_at_most_the_mean(key: int) -> None:
+def test_a_new_prefix_goes_home_only_while_home_carries_at_most_the_mean(key: int) -> None:
     home = _first_choice(key)
-    # Home at 2 running, others at 1: within 1.2 x mean + 1 (2.6) but above the mean (1.33).
-    loads = [EndpointLoad(0, True, 2 if i == home else 1, 0, 0) for i in range(3)]
-    assert pick_endpoint(loads, scoring=BALANCE_NEW, names=NAMES, affinity=key) == home
-    placed = pick_endpoint(loads, scoring=BALANCE_NEW, names=NAMES, affinity=key, new=True)
+    idle = [EndpointLoad(0, True, 0, 0, 0)] * 3
+    # Home carries 4 conversations, the others 2 (mean 2.67): a new conversation goes elsewhere, a known one home.
+    active = [4 if i == home else 2 for i in range(3)]
+    placed = pick_endpoint(idle, scoring=BALANCE_NEW, names=NAMES, affinity=key, active=active)
     assert placed is not None and placed != home
-    # Equal loads: home is at the mean and keeps the new prefix, so replicas without shared memory agree.
-    even = [EndpointLoad(0, True, 2, 0, 0)] * 3
-    assert pick_endpoint(even, scoring=BALANCE_NEW, names=NAMES, affinity=key, new=True) == home
-    # Without `new_bound` a new prefix has the ordinary bound.
-    assert pick_endpoint(loads, scoring=AFFINITY, names=NAMES, affinity=key, new=True) == home
+    assert pick_endpoint(idle, scoring=BALANCE_NEW, names=NAMES, affinity=key) == home
+    # Equal counts: home is at the mean and keeps it, so replicas that share no placements still agree.
+    assert pick_endpoint(idle, scoring=BALANCE_NEW, names=NAMES, affinity=key, active=[3, 3, 3]) == home
+    # Without `new_bound` the counts are not read.
+    assert pick_endpoint(idle, scoring=AFFINITY, names=NAMES, affinity=key, active=active) == home
 
 
-@given(st.lists(st.floats(0, 50, allow_nan=False), min_size=1, max_size=6), st.integers(0, 2**64 - 1))
-def test_a_new_prefix_is_never_above_the_mean(running: list[float], key: int) -> None:
-    names = [f"http://e{i}:8000" for i in range(len(running))]
-    loads = [EndpointLoad(0, True, r, 0, 0) for r in running]
-    choice = pick_endpoint(loads, scoring=BALANCE_NEW, names=names, affinity=key, new=True)
+@given(st.integers(0, 2**64 - 1))
+def test_a_new_prefix_still_respects_the_load_bound(key: int) -> None:
+    home = _first_choice(key)
+    loads = [EndpointLoad(0, True, 9 if i == home else 0, 0, 0) for i in range(3)]
+    active = [0 if i == home else 5 for i in range(3)]  # fewest conversations, but over the load bound
+    assert pick_endpoint(loads, scoring=BALANCE_NEW, names=NAMES, affinity=key, active=active) != home
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 20)), min_size=1, max_size=6),
+    st.integers(0, 2**64 - 1),
+)
+def test_a_new_prefix_goes_within_both_bounds(cells: list[tuple[int, int]], key: int) -> None:
+    names = [f"http://e{i}:8000" for i in range(len(cells))]
+    loads = [EndpointLoad(0, True, r, 0, 0) for r, _ in cells]
+    active = [a for _, a in cells]
+    choice = pick_endpoint(loads, scoring=BALANCE_NEW, names=names, affinity=key, active=active)
     assert choice is not None
-    assert running[choice] <= max(sum(running) / len(running), min(running))
+    running = [r for r, _ in cells]
+    assert running[choice] <= max(1.2 * sum(running) / len(running) + 1.0, min(running))
+    within = [a for (r, a) in cells if r <= max(1.2 * sum(running) / len(running) + 1.0, min(running))]
+    assert active[choice] <= max(sum(within) / len(within), min(within))

@@ -71,3 +71,48 @@ def test_another_replicas_placement_wins_only_when_newer() -> None:
     assert memory.get(1) == "b"
     assert memory.merge(2, "c", 1.0)  # a key this replica never saw
     assert memory.drain() == [(1, "a", 10.0)]  # merged placements are not shared back
+
+
+def test_counts_the_conversations_each_endpoint_carries_within_the_window() -> None:
+    memory = PlacementMemory(100, window_s=10.0)
+    memory.put(1, "a", 0.0)
+    memory.put(2, "a", 1.0)
+    memory.put(3, "b", 2.0)
+    assert memory.active(["a", "b", "c"], 2.0) == [2, 1, 0]
+    memory.put(1, "b", 5.0)  # a conversation moved: counted where it is now, once
+    assert memory.active(["a", "b"], 5.0) == [1, 2]
+    # At 11.5 key 2's placement (1.0) has left the window; at 12.5 key 3's (2.0) too, key 1's newest (5.0) stays.
+    assert memory.active(["a", "b"], 11.5) == [0, 2]
+    assert memory.active(["a", "b"], 12.5) == [0, 1]
+    assert memory.get(2) == "a"  # still remembered where it went, only no longer active
+
+
+def test_forgotten_keys_are_not_counted() -> None:
+    memory = PlacementMemory(2, window_s=100.0)
+    for key, at in ((1, 0.0), (2, 1.0), (3, 2.0)):
+        memory.put(key, "a", at)
+    assert memory.active(["a"], 3.0) == [2]
+
+
+def test_a_window_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        PlacementMemory(4, window_s=0.0)
+
+
+@given(
+    st.integers(1, 8),
+    st.lists(st.tuples(st.integers(0, 12), st.sampled_from("abc"), st.floats(0, 5)), max_size=60),
+    st.floats(1, 20),
+)
+def test_active_counts_match_a_recount(capacity: int, steps: list[tuple[int, str, float]], window: float) -> None:
+    memory = PlacementMemory(capacity, window_s=window)
+    now = 0.0
+    for key, endpoint, dt in steps:
+        now += dt
+        memory.put(key, endpoint, now)
+        # A recount from what the memory holds: keys whose last placement is within the window, per endpoint.
+        expected = {name: 0 for name in "abc"}
+        for k in range(13):
+            if memory.get(k) is not None and memory._last[k][1] >= now - window:
+                expected[memory._last[k][0]] += 1
+        assert memory.active(list("abc"), now) == [expected[name] for name in "abc"]

@@ -4,6 +4,7 @@ places short prompts. The same on two real engines with their prefix caches: ben
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
@@ -141,7 +142,7 @@ async def test_a_config_reload_keeps_where_conversations_went() -> None:
     assert resized.pools[0].placements.get(7) is None and resized.pools[0].placements.capacity == 8
 
 
-async def test_a_new_conversation_avoids_a_busy_home_and_stays_where_it_started() -> None:
+async def test_a_new_conversation_avoids_a_home_carrying_more_and_stays_where_it_started() -> None:
     upstream = _upstream()
     for memory, balanced in ((65_536, True), (0, False)):
         replica = Replica(upstream, {"placement_memory": memory, "new_prefix_bound": 1.0})
@@ -151,13 +152,12 @@ async def test_a_new_conversation_avoids_a_busy_home_and_stays_where_it_started(
         replica.dispatcher.plan(probe, {})
         assert probe.affinity is not None
         home_url = Replica(upstream).pools.pools[0].pick(None, probe.affinity).url  # type: ignore[union-attr]
-        home = next(ep for ep in pool.endpoints if ep.url == home_url)
-        # Home has 2 outstanding, the others 1 (mean 1.25): within the ordinary bound (2.5), above the mean.
-        for ep in pool.endpoints:
-            ep.outstanding = 2 if ep is home else 1
+        # Other conversations placed a moment ago: two on the home, one on each other engine (mean 1.25).
+        others = [home_url, home_url, *(url for url in ENDPOINTS if url != home_url)]
+        for key, url in enumerate(others):
+            pool.placements.put(key, url, time.time())
         first = await replica.send(turns[0])
         assert (first != home_url) is balanced
-        for ep in pool.endpoints:
-            ep.outstanding = 0
-        # Later turns follow the first (where its history is), even with the home idle again.
+        # Later turns follow the first (where its history is), even though the home carries no more than the others.
+        pool.placements.put(len(others), first, time.time())
         assert {await replica.send(m) for m in turns[1:]} == {first}
