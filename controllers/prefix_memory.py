@@ -31,7 +31,17 @@ _OUTBOX = 10_000
 class PlacementMemory:
     """The endpoint each affinity key last went to, for the `capacity` most recent keys (0: remembers nothing)."""
 
-    __slots__ = ("_capacity", "_counted", "_last", "_outbox", "_recent", "_window_s", "active_per_endpoint", "shared")
+    __slots__ = (
+        "_capacity",
+        "_counted",
+        "_last",
+        "_newest",
+        "_outbox",
+        "_recent",
+        "_window_s",
+        "active_per_endpoint",
+        "shared",
+    )
 
     def __init__(self, capacity: int, window_s: float = 60.0) -> None:
         if capacity < 0:
@@ -48,6 +58,7 @@ class PlacementMemory:
         self._recent: deque[Placement] = deque()
         self._counted: dict[int, str] = {}
         self.active_per_endpoint: Counter[str] = Counter()
+        self._newest = float("-inf")  # the latest placement time seen
 
     def __len__(self) -> int:
         return len(self._last)
@@ -98,13 +109,17 @@ class PlacementMemory:
         last[key] = (endpoint, at)
         last.move_to_end(key)
         self._uncount(key)
-        self._counted[key] = endpoint
-        self.active_per_endpoint[endpoint] += 1
-        self._recent.append((key, endpoint, at))
+        self._newest = max(self._newest, at)
+        # A placement already out of the window (another replica's, read late) is remembered but not counted: the
+        # window's queue must stay in time order for expiry.
+        if at >= self._newest - self._window_s:
+            self._counted[key] = endpoint
+            self.active_per_endpoint[endpoint] += 1
+            self._recent.append((key, endpoint, at))
         if len(last) > self._capacity:
             gone, _ = last.popitem(last=False)
             self._uncount(gone)
-        self._expire(at)
+        self._expire(self._newest)
 
     def _uncount(self, key: int) -> None:
         endpoint = self._counted.pop(key, None)

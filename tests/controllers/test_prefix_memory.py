@@ -116,3 +116,13 @@ def test_active_counts_match_a_recount(capacity: int, steps: list[tuple[int, str
             if memory.get(k) is not None and memory._last[k][1] >= now - window:
                 expected[memory._last[k][0]] += 1
         assert memory.active(list("abc"), now) == [expected[name] for name in "abc"]
+
+
+def test_a_placement_read_late_from_another_replica_is_remembered_not_counted() -> None:
+    memory = PlacementMemory(10, window_s=10.0)
+    memory.put(1, "a", 100.0)
+    assert memory.merge(2, "b", 50.0)  # placed long ago elsewhere
+    assert memory.get(2) == "b"
+    assert memory.active(["a", "b"], 100.0) == [1, 0]
+    assert memory.merge(3, "b", 95.0)  # recent: counted
+    assert memory.active(["a", "b"], 100.0) == [1, 1]
