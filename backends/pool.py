@@ -114,16 +114,17 @@ class Pool:
         loads = [ep.load(now, self.stale_after_s) for ep in self.endpoints]
         skip = {i for i, ep in enumerate(self.endpoints) if ep in exclude} if exclude else ()
         self._rotation += 1
+        names = [ep.url for ep in self.endpoints] if affinity is not None else []
         last = self.placements.get(affinity) if affinity is not None else None
         index = pick_endpoint(
             loads,
             skip,
             rotation=self._rotation,
             scoring=self.scoring,
-            names=[ep.url for ep in self.endpoints] if affinity is not None else (),
+            names=names,
             affinity=affinity,
             last=last,
-            active=self._active_conversations() if affinity is not None and last is None else None,
+            active=self._active_conversations(names) if affinity is not None and last is None else None,
         )
         if index is None:
             return None
@@ -132,11 +133,11 @@ class Pool:
             self.placements.put(affinity, chosen.url, time.time())
         return chosen
 
-    def _active_conversations(self) -> list[int] | None:
+    def _active_conversations(self, names: list[str]) -> list[int] | None:
         """Conversations each endpoint carries, for placing a new one; None without a memory (every key looks new)."""
         if self.placements.capacity == 0 or self.scoring.new_bound is None:
             return None
-        return self.placements.active([ep.url for ep in self.endpoints], time.time())
+        return self.placements.active(names, time.time())
 
     def has_healthy_endpoint(self) -> bool:
         return any(ep.healthy for ep in self.endpoints)

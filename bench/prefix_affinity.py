@@ -9,7 +9,7 @@ each policy:
 - `round-robin`: `picking.weights` load 0, prefix 0;
 - `load`: load only (specgate's picking before prefix affinity);
 - `affinity`: the shipped default (prefix 3, load 1, load bound 1.2 x mean + 1, placement memory, a new conversation
-  home only while its home is at most the mean);
+  only to an endpoint carrying at most the mean number of active conversations);
 - `affinity-unbalanced-new`: new conversations under the ordinary bound (the default before `new_prefix_bound`);
 - `affinity-loose`, `affinity-tight`: other bounds (1.5 x mean + 2; 1.2 x mean);
 - `affinity-homes`, `affinity-homes-tight`: rendezvous homes without placement memory (the default before it).
@@ -70,8 +70,8 @@ POLICIES: dict[str, dict[str, Any]] = {
     # Rendezvous homes only, no memory of where a key last went (the default before placement memory).
     "affinity-homes": {"placement_memory": 0},
     "affinity-homes-tight": {"placement_memory": 0, "load_slack": 0.0},
-    # New conversations (keys not placed yet) under the ordinary bound, as before `new_prefix_bound` (1.0: a new
-    # conversation goes home only while the home is at most the mean).
+    # New conversations (keys not placed yet) under the load bound alone, as before `new_prefix_bound` (1.0: a new
+    # conversation goes only to an endpoint carrying at most the mean number of active conversations).
     "affinity-unbalanced-new": {"new_prefix_bound": None},
 }
 # Which endpoint took each request, by the request's prefix key (here: its conversation), whatever the policy:

@@ -86,6 +86,10 @@ def _at_most(values: Sequence[float], factor: float, slack: float) -> list[bool]
     return [value <= cap for value in values]
 
 
+def _kept(order: list[int], charged: list[float], keep: list[bool]) -> tuple[list[int], list[float]]:
+    return [i for i, ok in zip(order, keep, strict=True) if ok], [c for c, ok in zip(charged, keep, strict=True) if ok]
+
+
 def pick_endpoint(
     loads: Sequence[EndpointLoad],
     exclude: Collection[int] = (),
@@ -114,13 +118,10 @@ def pick_endpoint(
     charged = [endpoint_load(loads[i], unknown, weights) for i in order]
     use_prefix = affinity is not None and scoring.prefix > 0.0 and len(order) > 1
     if use_prefix:
-        keep = within_bound(charged, scoring)
-        order = [i for i, ok in zip(order, keep, strict=True) if ok]
-        charged = [c for c, ok in zip(charged, keep, strict=True) if ok]
+        order, charged = _kept(order, charged, within_bound(charged, scoring))
         if active is not None and scoring.new_bound is not None:
-            keep = _at_most([float(active[i]) for i in order], scoring.new_bound, 0.0)
-            order = [i for i, ok in zip(order, keep, strict=True) if ok]
-            charged = [c for c, ok in zip(charged, keep, strict=True) if ok]
+            counts = [float(active[i]) for i in order]
+            order, charged = _kept(order, charged, _at_most(counts, scoring.new_bound, 0.0))
     total = [scoring.load * s for s in load_scores(charged)]
     if use_prefix:
         ranked = prefix_scores(affinity, [names[i] for i in order], last)

@@ -32,6 +32,7 @@ class PlacementMemory:
     """The endpoint each affinity key last went to, for the `capacity` most recent keys (0: remembers nothing)."""
 
     __slots__ = (
+        "_active",
         "_capacity",
         "_counted",
         "_last",
@@ -39,7 +40,6 @@ class PlacementMemory:
         "_outbox",
         "_recent",
         "_window_s",
-        "active_per_endpoint",
         "shared",
     )
 
@@ -57,7 +57,7 @@ class PlacementMemory:
         # Active keys: placements within the window, oldest first, and the endpoint each active key is counted on.
         self._recent: deque[Placement] = deque()
         self._counted: dict[int, str] = {}
-        self.active_per_endpoint: Counter[str] = Counter()
+        self._active: Counter[str] = Counter()
         self._newest = float("-inf")  # the latest placement time seen
 
     def __len__(self) -> int:
@@ -102,7 +102,7 @@ class PlacementMemory:
     def active(self, names: list[str], now: float) -> list[int]:
         """Per endpoint of `names`: the keys last placed there within the window before `now`."""
         self._expire(now)
-        return [self.active_per_endpoint[name] for name in names]
+        return [self._active[name] for name in names]
 
     def _store(self, key: int, endpoint: str, at: float) -> None:
         last = self._last
@@ -114,7 +114,7 @@ class PlacementMemory:
         # window's queue must stay in time order for expiry.
         if at >= self._newest - self._window_s:
             self._counted[key] = endpoint
-            self.active_per_endpoint[endpoint] += 1
+            self._active[endpoint] += 1
             self._recent.append((key, endpoint, at))
         if len(last) > self._capacity:
             gone, _ = last.popitem(last=False)
@@ -124,9 +124,9 @@ class PlacementMemory:
     def _uncount(self, key: int) -> None:
         endpoint = self._counted.pop(key, None)
         if endpoint is not None:
-            self.active_per_endpoint[endpoint] -= 1
-            if not self.active_per_endpoint[endpoint]:
-                del self.active_per_endpoint[endpoint]
+            self._active[endpoint] -= 1
+            if not self._active[endpoint]:
+                del self._active[endpoint]
 
     def _expire(self, now: float) -> None:
         cutoff = now - self._window_s
