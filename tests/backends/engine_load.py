@@ -31,14 +31,20 @@ async def busy(client: httpx.AsyncClient, body: Mapping[str, Any], workers: int,
     once the engine reports at least `running` of them at once. Kept in flight rather than sent once: the tiny model
     writes 400 tokens in well under a second, and under CPU contention the API server can hand requests to the engine
     more slowly than it finishes them, so a one-shot load may run one request after another (seen in CI: a mean batch
-    of 0.996 for six "concurrent" requests) or end before the request under test runs."""
+    of 0.996 for six "concurrent" requests) or end before the request under test runs. Worker i asks for i/2w fewer
+    tokens than `body` (fewer: more may pass the model's length): copies of one length started together end together,
+    and while all are replaced at once the batch drops to the request under test alone (CI saw a schedule's batch
+    threshold crossed at 4 of 24 steps so); of different lengths they end one by one and stay apart."""
     stop = asyncio.Event()
     dropped: list[BaseException] = []
 
-    async def keep_one() -> None:
+    async def keep_one(worker: int) -> None:
+        sized = dict(body)
+        if isinstance(tokens := body.get("max_tokens"), int):
+            sized["max_tokens"] = tokens - tokens * worker // (2 * workers)
         while not stop.is_set():
             try:
-                r = await client.post("/v1/completions", json=dict(body))
+                r = await client.post("/v1/completions", json=sized)
             except httpx.TransportError as exc:
                 # A kept-alive connection the engine closed as it was reused (its keep-alive is uvicorn's 5 s, the
                 # client's idle expiry too; CI once lost a load request so, failing a test about something else):
@@ -48,7 +54,7 @@ async def busy(client: httpx.AsyncClient, body: Mapping[str, Any], workers: int,
                 continue
             assert r.status_code == 200, r.text
 
-    tasks = [asyncio.create_task(keep_one()) for _ in range(workers)]
+    tasks = [asyncio.create_task(keep_one(i)) for i in range(workers)]
     try:
         deadline, seen = time.monotonic() + 120, 0.0
         while seen < running:
