@@ -60,6 +60,11 @@ class ControllerSettings:
     stale_after_s: float = 60.0
     safe_k: int = 0
     z: float = 1.28
+    # A step change in a route's acceptance (controllers/estimator.py): when requests of the last
+    # `recent_half_life_s` differ from the older ones by more than `change_z` standard errors, the older evidence is
+    # dropped. 0: off (evidence is only forgotten with `half_life_s`).
+    change_z: float = 4.0
+    recent_half_life_s: float = 15.0
     decision_log_size: int = 500
     # Until a route has this much evidence (verify steps at position 1), it explores at a higher share.
     cold_start_steps: float = 200.0
@@ -298,7 +303,9 @@ class SpeculationController:
         est = self._estimators.get(key)
         if est is None:
             max_k = self._pools[pool].max_k if pool in self._pools else 16
-            est = self._estimators[key] = AcceptanceEstimator(max_k, self.settings.half_life_s, self.settings.z)
+            s = self.settings
+            est = AcceptanceEstimator(max_k, s.half_life_s, s.z, s.change_z, s.recent_half_life_s)
+            self._estimators[key] = est
         return est
 
     def cost_model(self, pool: str) -> StepCostModel:
@@ -317,8 +324,7 @@ class SpeculationController:
         rt.weight = self._weight(rt, now) + max(1, obs.completion_tokens - (spec.accepted_tokens if spec else 0))
         rt.weight_at = now
         estimator = self.estimator(obs.route, obs.pool)
-        for hist, k in acceptance_evidence(obs):
-            estimator.observe(hist, k, now)
+        estimator.observe_request(acceptance_evidence(obs), now)
         estimator.observe_proposals(*proposal_evidence(obs), now)
         steps = obs.completion_tokens - 1 - (spec.accepted_tokens if spec else 0)
         engine_says = now - self._engine_steps_at.get(obs.pool, float("-inf")) <= self.settings.stale_after_s
@@ -447,6 +453,7 @@ class SpeculationController:
 
     def _retuned(self, est: AcceptanceEstimator) -> AcceptanceEstimator:
         est.half_life_s, est.z = self.settings.half_life_s, self.settings.z
+        est.change_z, est.recent_half_life_s = self.settings.change_z, self.settings.recent_half_life_s
         return est
 
     def _carry_route(self, rt: _RouteRuntime, old: _RouteRuntime, same_pool: bool) -> None:

@@ -21,14 +21,30 @@ a route at k drafts q k tokens per step on average. `proposal_rate()` is 1 until
 A route starts with no evidence, so k = 0 until exploration has measured it. `prior` (another estimator: the pool's,
 from the engines' own per-position counters, all routes together) lends each position up to `prior_weight` trials at
 its own rate, so a new route starts where its pool is, and its own evidence outweighs the loan within a few requests.
+
+A step change (a drafter that drifted, then a fix landing) would take several half-lives to be believed. With
+`change_z` > 0 the estimator also keeps a recent window (half-life `recent_half_life_s`) and compares requests'
+position-1 acceptance there with the older evidence: when the two means differ by more than `change_z` standard
+errors, the older evidence is dropped and the recent window is all that is kept. The standard error comes from the
+spread of per-request rates, not from the binomial count of steps: a request's steps are correlated and requests
+differ (real traffic is overdispersed, controllers/drift.py), so counting steps as independent trials would see a
+change in every few requests. Evidence from engine counters (`observe_positions`) has no requests and is not judged.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Sequence
 
 __all__ = ["AcceptanceEstimator", "wilson_lower", "wilson_upper"]
+
+# Requests a window must hold (decayed weight) before it is compared, and the least variance of per-request rates
+# assumed (a window of identical rates, e.g. all 0, would otherwise make any difference infinitely significant).
+_CHANGE_MIN_REQUESTS = 4.0
+_CHANGE_MIN_VARIANCE = 1e-3
+# Requests kept to find where a change began.
+_CHANGE_LOG = 256
 
 
 def wilson_lower(successes: float, trials: float, z: float) -> float:
@@ -56,13 +72,92 @@ def _wilson(successes: float, trials: float, z: float) -> tuple[float, float]:
     return centre / denom, spread / denom
 
 
+class _RateMoments:
+    """Decayed count, sum and sum of squares of per-request rates."""
+
+    __slots__ = ("at", "half_life_s", "n", "s1", "s2")
+
+    def __init__(self, half_life_s: float) -> None:
+        self.half_life_s = half_life_s
+        self.n = self.s1 = self.s2 = 0.0
+        self.at: float | None = None
+
+    def add(self, rate: float, now: float) -> None:
+        if self.at is not None and now > self.at and self.half_life_s > 0:
+            f = 0.5 ** ((now - self.at) / self.half_life_s)
+            self.n, self.s1, self.s2 = self.n * f, self.s1 * f, self.s2 * f
+        if self.at is None or now > self.at:
+            self.at = now
+        self.n += 1.0
+        self.s1 += rate
+        self.s2 += rate * rate
+
+
+def changed(recent: _RateMoments, whole: _RateMoments, z: float) -> bool:
+    """Whether the recent requests' mean rate differs from the older ones' (whole minus recent: the recent window
+    forgets faster, so what remains weighs older requests) by more than z standard errors, with the spread of rates
+    within each part pooled (the whole window's spread would include the change itself and hide it)."""
+    old_n = whole.n - recent.n
+    if recent.n < _CHANGE_MIN_REQUESTS or old_n < _CHANGE_MIN_REQUESTS:
+        return False
+    new_mean = recent.s1 / recent.n
+    old_mean = (whole.s1 - recent.s1) / old_n
+    within = (recent.s2 - recent.n * new_mean * new_mean) + (whole.s2 - recent.s2 - old_n * old_mean * old_mean)
+    variance = max(_CHANGE_MIN_VARIANCE, within / whole.n)
+    gap = new_mean - old_mean
+    return gap * gap > z * z * variance * (1.0 / recent.n + 1.0 / old_n)
+
+
+def first_position_rate(groups: Sequence[tuple[Sequence[int], int]]) -> float | None:
+    """A request's share of drafted steps whose first draft was accepted; None when no step drafted."""
+    tried = passed = 0
+    for histogram, k in groups:
+        if k > 0 and len(histogram) > 1:
+            tried += sum(histogram)
+            passed += sum(histogram) - histogram[0]
+    return passed / tried if tried > 0 else None
+
+
+def change_point(rates: Sequence[float]) -> int:
+    """The index that best splits a sequence of rates into an older and a newer part of different means (the
+    largest two-sample statistic, each part at least `_CHANGE_MIN_REQUESTS` long); the newest few when none can."""
+    n = len(rates)
+    least = int(_CHANGE_MIN_REQUESTS)
+    if n < 2 * least:
+        return max(0, n - least)
+    total = sum(rates)
+    best, best_at, head = -1.0, n - least, 0.0
+    for j in range(1, n):
+        head += rates[j - 1]
+        if least <= j <= n - least:
+            gap = head / j - (total - head) / (n - j)
+            score = gap * gap * j * (n - j) / n
+            if score > best:
+                best, best_at = score, j
+    return best_at
+
+
 class AcceptanceEstimator:
-    def __init__(self, max_k: int, half_life_s: float = 60.0, z: float = 1.28) -> None:
+    def __init__(
+        self,
+        max_k: int,
+        half_life_s: float = 60.0,
+        z: float = 1.28,
+        change_z: float = 0.0,
+        recent_half_life_s: float = 15.0,
+    ) -> None:
         if max_k < 0:
             raise ValueError("max_k must be >= 0")
         self.max_k = max_k
         self.half_life_s = half_life_s
         self.z = z
+        # Step changes (module docstring): the recent window's evidence, and per-request rates in both windows.
+        self.change_z = change_z
+        self.recent_half_life_s = recent_half_life_s
+        self._log: deque[tuple[float, tuple[tuple[tuple[int, ...], int], ...], float]] = deque(maxlen=_CHANGE_LOG)
+        self._moments = _RateMoments(half_life_s)
+        self._recent_moments = _RateMoments(recent_half_life_s)
+        self.changes = 0
         # index i = position (1..max_k); index 0 unused
         self.trials = [0.0] * (max_k + 1)
         self.passes = [0.0] * (max_k + 1)
@@ -94,6 +189,45 @@ class AcceptanceEstimator:
         for i in range(1, top + 1):
             self.trials[i] += at_least[i - 1]
             self.passes[i] += at_least[i]
+
+    def observe_request(self, groups: Sequence[tuple[Sequence[int], int]], now: float) -> None:
+        """One request's evidence: (histogram, k) groups as `observe` takes them. With `change_z` > 0, also judged for
+        a step change in acceptance against the older evidence (module docstring)."""
+        for histogram, k in groups:
+            self.observe(histogram, k, now)
+        if self.change_z <= 0:
+            return
+        rate = first_position_rate(groups)
+        if rate is None:
+            return
+        self._log.append((now, tuple((tuple(h), k) for h, k in groups), rate))
+        self._moments.half_life_s, self._recent_moments.half_life_s = self.half_life_s, self.recent_half_life_s
+        self._moments.add(rate, now)
+        self._recent_moments.add(rate, now)
+        if changed(self._recent_moments, self._moments, self.change_z):
+            self._restart_at_change(now)
+
+    def _restart_at_change(self, now: float) -> None:
+        """Keep only the requests since the change: the logged requests after the split that best separates them
+        from the ones before (the recent window alone would still be mostly requests from before the change)."""
+        log = list(self._log)
+        rates = [r for _, _, r in log]
+        split = change_point(rates)
+        self.trials = [0.0] * (self.max_k + 1)
+        self.passes = [0.0] * (self.max_k + 1)
+        self._moments = _RateMoments(self.half_life_s)
+        self._recent_moments = _RateMoments(self.recent_half_life_s)
+        last = self._last
+        self._last = None
+        self._log.clear()
+        for at, groups, rate in log[split:]:
+            for histogram, k in groups:
+                self.observe(histogram, k, at)
+            self._moments.add(rate, at)
+            self._recent_moments.add(rate, at)
+            self._log.append((at, groups, rate))
+        self.decay_to(max(now, last or now))
+        self.changes += 1
 
     def observe_proposals(self, proposed: int, unproposed: int, now: float) -> None:
         """Steps of one request that could draft: `proposed` carried drafts, `unproposed` found nothing to propose."""

@@ -174,6 +174,7 @@ ADAPTIVE: dict[str, dict[str, Any]] = {
     "adaptive-draft-cost": {},
     "adaptive-z0": {"z": 0.0},
     "adaptive-step2": {"max_step": 2},  # the default before max_step 4
+    "adaptive-no-change": {"change_z": 0.0},  # acceptance evidence only fades (before step-change detection)
 }
 # Variants whose gateway's pool declares the drafting cost measured for the drafter (run_bench's `draft_cost`,
 # `speculation.draft_cost`) instead of the method's round number.

@@ -72,6 +72,8 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
         adaptive=c.enabled,
         prior_weight=c.prior_weight,
         z=c.z,
+        change_z=c.change_z,
+        recent_half_life_s=c.recent_half_life_s,
         proposal_rate=c.proposal_rate,
         kv_cap=c.kv_cap,
         kv_high=c.kv_high,

@@ -494,6 +494,11 @@ class ControllerConfig(_Strict):
     # Width of the acceptance intervals: decisions use each draft position's lower Wilson bound at this z, exploration
     # its upper one (0: the point estimates; a position without evidence still counts for nothing).
     z: Annotated[float, Field(ge=0, le=5)] = 1.28
+    # A step change in a route's acceptance: when its requests of the last `recent_half_life_s` differ from the older
+    # ones by more than `change_z` standard errors (of per-request rates), the evidence from before the change is
+    # dropped at once instead of fading with `half_life_s`. 0: off.
+    change_z: Annotated[float, Field(ge=0, le=20)] = 4.0
+    recent_half_life_s: Annotated[float, Field(gt=0)] = 15.0
     # Charge a route's drafts per step at its measured proposal rate (n-gram steps without a proposal verify none).
     proposal_rate: bool = True
     # KV pressure (docs/controller.md), off by default (in the simulator it cost more than it saved): KV cache use (or

@@ -265,3 +265,54 @@ def test_optimistic_lengths_bound_the_estimate_from_above_and_tighten_with_evide
         est.observe((6, 4), 1, 1.0)
     many = est.optimistic_lengths(4)
     assert est.expected_lengths(4, pessimistic=False)[1] < many[1] < few[1]  # more evidence, a tighter bound
+
+
+def _requests(
+    est: AcceptanceEstimator, rng: random.Random, alpha: float, start: float, seconds: float, spread: float
+) -> None:
+    """Five requests a second, each of 40 verify steps at k = 3, at a rate drawn around `alpha` (`spread`: requests
+    differ, as real traffic does)."""
+    for i in range(int(seconds * 5)):
+        a = min(0.99, max(0.0, alpha + rng.uniform(-spread, spread)))
+        est.observe_request([(histogram([a] * 3, 3, 40, rng), 3)], start + i / 5)
+
+
+def test_a_step_change_drops_the_older_evidence_within_seconds() -> None:
+    rng = random.Random(3)
+    est = AcceptanceEstimator(3, half_life_s=60.0, change_z=4.0, recent_half_life_s=15.0)
+    plain = AcceptanceEstimator(3, half_life_s=60.0)
+    for e in (est, plain):
+        rng = random.Random(3)
+        _requests(e, rng, 0.85, 0.0, 120.0, 0.1)
+        _requests(e, rng, 0.1, 120.0, 5.0, 0.1)
+    # Five seconds after the drop the estimate is the new rate, where the half-life alone still averages both.
+    assert est.changes >= 1 and est.alpha(1) == pytest.approx(0.1, abs=0.05)
+    assert plain.alpha(1) > 0.6  # type: ignore[operator]  # evidence exists: not None
+    # And back up after a minute at 0.1 (a fix landed), from a few requests: a route that stopped drafting explores.
+    for e in (est, plain):
+        _requests(e, rng, 0.1, 125.0, 60.0, 0.1)
+        for i in range(8):
+            e.observe_request([(histogram([0.85] * 3, 3, 40, rng), 3)], 200.0 + i * 2)
+    assert est.alpha(1) == pytest.approx(0.85, abs=0.1) and plain.alpha(1) < 0.6  # type: ignore[operator]
+
+
+def test_overdispersed_steady_traffic_is_not_a_change() -> None:
+    """Requests whose rates spread widely (0.35-0.95) around a steady mean: no change in ten minutes, where a
+    binomial test on the steps would fire (each request's 40 steps share one rate)."""
+    rng = random.Random(4)
+    est = AcceptanceEstimator(3, half_life_s=60.0, change_z=4.0, recent_half_life_s=15.0)
+    _requests(est, rng, 0.65, 0.0, 600.0, 0.3)
+    assert est.changes == 0
+
+
+def test_change_detection_off_is_the_plain_estimator() -> None:
+    rng, again = random.Random(5), random.Random(5)
+    on, off = AcceptanceEstimator(3, change_z=0.0), AcceptanceEstimator(3)
+    for t in range(200):
+        rate = 0.9 if t < 100 else 0.1
+        h = histogram([rate] * 3, 3, 30, rng)
+        assert h == histogram([rate] * 3, 3, 30, again)
+        on.observe_request([(h, 3), ((4, 0), 1)], float(t))
+        off.observe(h, 3, float(t))
+        off.observe((4, 0), 1, float(t))
+    assert on.changes == 0 and on.trials == off.trials and on.passes == off.passes
