@@ -838,6 +838,8 @@ class SpeculationController:
                 "evidence_steps": round(est.evidence(1), 1),
                 # Share of the steps that could draft in which the drafter proposed anything (n-gram: text repeats).
                 "proposal_rate": round(est.proposal_rate(), 4),
+                # Step changes seen in the acceptance (controller.change_z): each dropped the evidence before it.
+                "step_changes": est.changes,
                 # The pool's own (engine counters, all routes): the route borrows `prior_weight` trials from it.
                 "pool_evidence_steps": round(self._pool_acceptance[rt.spec.pool].evidence(1), 1)
                 if rt.spec.pool in self._pool_acceptance

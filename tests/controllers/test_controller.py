@@ -87,6 +87,20 @@ def test_rises_with_acceptance_and_falls_when_it_collapses() -> None:
     assert ks[-1] >= 3  # recovered (exploration kept the estimate alive)
 
 
+def test_a_step_change_in_acceptance_is_followed_within_ticks_not_half_lives() -> None:
+    """The drafter breaks (0.9 -> 0.05) after two minutes with a half-life of 60 s: with step-change detection the
+    route is down to k <= 1 (below the gpu prior's knee a draft costs almost nothing) within a few ticks, where fading
+    evidence alone keeps drafting 4 for the whole minute."""
+    after: dict[float, list[int]] = {}
+    for change_z in (4.0, 0.0):
+        c = controller(change_z=change_z, half_life_s=60.0)
+        ks = drive(c, [(0.9, 4, 60), (0.05, 4, 30)], random.Random(7))
+        assert ks[59] >= 3
+        after[change_z] = ks[60:]
+        assert (c.route_status("r")["acceptance"]["step_changes"] > 0) is (change_z > 0)
+    assert max(after[4.0][3:]) <= 1 and min(after[0.0][:10]) >= 3, after
+
+
 def test_heavy_load_turns_it_off() -> None:
     # The prior alone (no step times observed): past its knee, drafts cost more than they bring.
     rng = random.Random(6)

@@ -58,7 +58,15 @@ def test_every_controller_setting_in_the_config_reaches_the_controller() -> None
     from specgate.config import ControllerConfig, validate_config
 
     pool = {"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}
-    changed = {"z": 0.0, "prior_weight": 7.0, "half_life_s": 33.0, "max_step": 3, "kv_draft_share": 0.07}
+    changed = {
+        "z": 0.0,
+        "prior_weight": 7.0,
+        "half_life_s": 33.0,
+        "max_step": 3,
+        "kv_draft_share": 0.07,
+        "change_z": 0.0,
+        "recent_half_life_s": 9.0,
+    }
     settings = build_controller(validate_config({"pools": [pool], "controller": changed})).settings
     for key, value in changed.items():
         assert getattr(settings, key) == value
