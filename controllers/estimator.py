@@ -25,7 +25,9 @@ its own rate, so a new route starts where its pool is, and its own evidence outw
 A step change (a drafter that drifted, then a fix landing) would take several half-lives to be believed. With
 `change_z` > 0 the estimator also keeps a recent window (half-life `recent_half_life_s`) and compares requests'
 position-1 acceptance there with the older evidence: when the two means differ by more than `change_z` standard
-errors, the older evidence is dropped and the recent window is all that is kept. The standard error comes from the
+errors, the older evidence is dropped: the estimator is rebuilt from its log of recent requests (the last
+`_CHANGE_LOG`) after the split that best separates an older and a newer mean (the recent window alone would still be
+mostly requests from before the change). The standard error comes from the
 spread of per-request rates, not from the binomial count of steps: a request's steps are correlated and requests
 differ (real traffic is overdispersed, controllers/drift.py), so counting steps as independent trials would see a
 change in every few requests. Evidence from engine counters (`observe_positions`) has no requests and is not judged.

@@ -77,12 +77,15 @@ def test_k0_and_empty_observations_change_nothing() -> None:
     st.lists(
         st.tuples(st.lists(st.integers(0, 50), min_size=1, max_size=6), st.integers(0, 6), st.floats(0, 1000)),
         max_size=30,
-    )
+    ),
+    st.sampled_from([0.0, 1.0]),
 )
-def test_estimates_stay_probabilities(obs: list[tuple[list[int], int, float]]) -> None:
-    est = AcceptanceEstimator(5, half_life_s=30.0)
+def test_estimates_stay_probabilities(obs: list[tuple[list[int], int, float]], change_z: float) -> None:
+    """Also with step changes judged (at a z low enough to restart often), whatever the requests."""
+    est = AcceptanceEstimator(5, half_life_s=30.0, change_z=change_z, recent_half_life_s=5.0)
     for hist, k, now in sorted(obs, key=lambda o: o[2]):
-        est.observe(hist, k, now)
+        est.observe_request([(hist, k)], now)
+    assert all(t >= p >= 0.0 for t, p in zip(est.trials, est.passes, strict=True))
     for i in range(1, 6):
         a = est.alpha(i)
         assert a is None or 0.0 <= a <= 1.0
