@@ -169,6 +169,8 @@ class _RouteRuntime:
     # k by batch size (controllers/schedule.py); starts as the constant k.
     schedule: Schedule = ()
     schedule_changed_at: float = float("-inf")
+    # The acceptance estimator's step changes already named in a decision of this route.
+    step_changes_logged: int = 0
 
 
 def with_undrafted_steps(obs: Observation) -> tuple[int, ...]:
@@ -696,6 +698,11 @@ class SpeculationController:
             rt.reason = why.get(rt.spec.name, rt.reason)
             if new == rt.schedule:
                 continue
+            changes = self.estimator(rt.spec.name, rt.spec.pool).changes
+            # A decision that follows a step change in the route's acceptance says so: the evidence before it was
+            # dropped, which is why the schedule moved faster than the half-life allows.
+            step_change = "; after a step change in acceptance" if changes != rt.step_changes_logged else ""
+            rt.step_changes_logged = changes
             records.append(
                 DecisionRecord(
                     now,
@@ -703,7 +710,7 @@ class SpeculationController:
                     rt.spec.name,
                     k_at(rt.schedule, b),
                     k_at(new, b),
-                    f"schedule: {why.get(rt.spec.name, '')}",
+                    f"schedule: {why.get(rt.spec.name, '')}{step_change}",
                     rt.speedup,
                     MappingProxyType(
                         {
@@ -714,6 +721,7 @@ class SpeculationController:
                             "goodput_gain": round(1 + gain, 4),
                             "gain_at_batch": at,
                             "kv_cap": kv.cap,
+                            "acceptance_step_changes": changes,
                         }
                     ),
                 )

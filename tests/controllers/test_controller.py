@@ -98,6 +98,10 @@ def test_a_step_change_in_acceptance_is_followed_within_ticks_not_half_lives() -
         assert ks[59] >= 3
         after[change_z] = ks[60:]
         assert (c.route_status("r")["acceptance"]["step_changes"] > 0) is (change_z > 0)
+        # The decision log says which move followed a step change (the one that took the route down).
+        explained = [r for r in c.log if "after a step change in acceptance" in r.reason]
+        assert bool(explained) is (change_z > 0)
+        assert all(r.new_k < r.old_k and r.inputs["acceptance_step_changes"] > 0 for r in explained), explained
     assert max(after[4.0][3:]) <= 1 and min(after[0.0][:10]) >= 3, after
 
 
