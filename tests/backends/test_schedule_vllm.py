@@ -15,7 +15,7 @@ import pytest
 from specgate.backends.launcher import EngineSpec
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 
-from tests.backends.engine_load import busy, engine_metrics, gauge
+from tests.backends.engine_load import busy
 from tests.conftest import MODEL, GatewayServer, engine_pool
 
 pytestmark = pytest.mark.slow
@@ -33,8 +33,7 @@ def _body(xargs: dict[str, Any] | None, max_tokens: int = 40) -> dict[str, Any]:
 # Long, so that the load does not end while the request under test runs (1600 tokens, and down to 800:
 # engine_load.busy varies the lengths). Few: on CI's two cores the API server, busy with the outputs of seven
 # loads, handed requests to the engine more slowly than it ran them, and a 24-token request ran 23 of its steps
-# at a batch under four with seven "in flight" (reproduced here with two busy loops beside the test); with four
-# in flight and a schedule that turns drafting off at a batch of two, one step of 24 at most.
+# at a batch under four with seven "in flight" (reproduced here with two busy loops beside the test).
 _LOAD = {**_body(None, 1600), "ignore_eos": True}
 
 
@@ -47,15 +46,13 @@ def _alone(engine: EngineSpec, xargs: dict[str, Any] | None) -> dict[str, Any]:
     return _spec(httpx.post(f"{engine.url}/v1/completions", json=_body(xargs), timeout=120))
 
 
-async def _under_load(engine: EngineSpec, xargs: dict[str, Any], others: int) -> tuple[dict[str, Any], int, str]:
-    """The request's speculation metrics, tokens written and the engine's running count before and after it, run
-    while at least `others` long requests run, so every step of it has a batch > `others` (`others` + 2 are kept in
+async def _under_load(engine: EngineSpec, xargs: dict[str, Any], others: int) -> tuple[dict[str, Any], int]:
+    """The request's speculation metrics and tokens written, run while at least `others` long requests run (the
+    engine's gauge says so), so that every step of it should have a batch > `others` (`others` + 2 are kept in
     flight: two may be between requests at once)."""
     async with httpx.AsyncClient(base_url=engine.url, timeout=300) as client, busy(client, _LOAD, others + 2, others):
-        before = gauge(await engine_metrics(client), "vllm:num_requests_running")
         r = await client.post("/v1/completions", json=_body(xargs, 24))
-        after = gauge(await engine_metrics(client), "vllm:num_requests_running")
-        return _spec(r), int(r.json()["usage"]["completion_tokens"]), f"running {before:.0f} before, {after:.0f} after"
+        return _spec(r), int(r.json()["usage"]["completion_tokens"])
 
 
 @pytest.fixture(params=["ngram", "draft-model"])
@@ -70,18 +67,27 @@ def test_schedule_caps_drafts_per_step_at_the_batch_size(any_engine: EngineSpec)
     two = _alone(any_engine, {"specgate_k_schedule": "1:2"})
     assert 0 < two["num_draft_tokens"] <= 2 * two["num_spec_steps"]  # never above the schedule's k
     assert _alone(any_engine, {"specgate_k_schedule": "1:0"})["num_draft_tokens"] == 0
-    # Alone (batch 1) this schedule says 4; with another running (batch >= 2) it says 0. Two others are waited for
-    # (four kept in flight, see _LOAD).
+    # Alone (batch 1) this schedule says 4; with another running (batch >= 2) it says 0.
     schedule = {"specgate_k_schedule": "1:4,2:0"}
     assert _alone(any_engine, schedule)["num_draft_tokens"] > 0
-    loaded, written, running = asyncio.run(_under_load(any_engine, schedule, others=2))
-    # Ignoring the schedule drafts 4 at nearly every one of the request's steps. Following it drafts only at steps
-    # whose batch fell to one (right, by the schedule). At most a quarter of the request's steps drafted (vLLM counts
-    # in num_spec_steps only steps with drafts, and the plugin's records of steps where the drafter could draft but
-    # proposed nothing; each step writes 1 + its accepted tokens), never more than the schedule's 4 at one step.
-    steps = written - loaded["num_accepted_draft_tokens"]
-    assert loaded["num_spec_steps"] <= steps / 4, (steps, running, loaded)
-    assert loaded["num_draft_tokens"] <= 4 * loaded["num_spec_steps"], (running, loaded)
+    # Ignoring the schedule drafts 4 at nearly every one of the request's steps; following it, at none while another
+    # request runs. On CI's starved cores the API server (through which the gauge is read and the request sent) falls
+    # behind the engine, and the request may reach the engine after the load has ended there: CI saw 23 of 24 steps
+    # at batch 1 ("running 4 before, 0 after"), right by the schedule but no test of it. So up to five tries, and the
+    # test passes on a try where at most a quarter of the request's steps drafted (vLLM counts in num_spec_steps only
+    # steps with drafts, and the plugin's records of steps where the drafter could draft but proposed nothing; each
+    # step writes 1 + its accepted tokens), never more than the schedule's 4 at one step. A plugin that ignored the
+    # batch would draft at every step of every try.
+    tries = []
+    for _ in range(5):
+        loaded, written = asyncio.run(_under_load(any_engine, schedule, others=2))
+        assert loaded["num_draft_tokens"] <= 4 * loaded["num_spec_steps"], loaded
+        steps = written - loaded["num_accepted_draft_tokens"]
+        tries.append((loaded["num_spec_steps"], steps))
+        if loaded["num_spec_steps"] <= steps / 4:
+            break
+    else:
+        raise AssertionError(f"(steps that could draft, all steps) in each try: {tries}")
 
 
 def test_cap_and_schedule_take_the_smaller(any_engine: EngineSpec) -> None:
