@@ -35,6 +35,7 @@ change in every few requests. Evidence from engine counters (`observe_positions`
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -77,16 +78,15 @@ def _wilson(successes: float, trials: float, z: float) -> tuple[float, float]:
 class _RateMoments:
     """Decayed count, sum and sum of squares of per-request rates."""
 
-    __slots__ = ("at", "half_life_s", "n", "s1", "s2")
+    __slots__ = ("at", "n", "s1", "s2")
 
-    def __init__(self, half_life_s: float) -> None:
-        self.half_life_s = half_life_s
+    def __init__(self) -> None:
         self.n = self.s1 = self.s2 = 0.0
         self.at: float | None = None
 
-    def add(self, rate: float, now: float) -> None:
-        if self.at is not None and now > self.at and self.half_life_s > 0:
-            f = 0.5 ** ((now - self.at) / self.half_life_s)
+    def add(self, rate: float, now: float, half_life_s: float) -> None:
+        if self.at is not None and now > self.at and half_life_s > 0:
+            f = 0.5 ** ((now - self.at) / half_life_s)
             self.n, self.s1, self.s2 = self.n * f, self.s1 * f, self.s2 * f
         if self.at is None or now > self.at:
             self.at = now
@@ -127,16 +127,13 @@ def change_point(rates: Sequence[float]) -> int:
     least = int(_CHANGE_MIN_REQUESTS)
     if n < 2 * least:
         return max(0, n - least)
-    total = sum(rates)
-    best, best_at, head = -1.0, n - least, 0.0
-    for j in range(1, n):
-        head += rates[j - 1]
-        if least <= j <= n - least:
-            gap = head / j - (total - head) / (n - j)
-            score = gap * gap * j * (n - j) / n
-            if score > best:
-                best, best_at = score, j
-    return best_at
+    head = list(itertools.accumulate(rates))  # head[j - 1]: the sum of the first j
+
+    def score(j: int) -> float:
+        gap = head[j - 1] / j - (head[-1] - head[j - 1]) / (n - j)
+        return gap * gap * j * (n - j) / n
+
+    return max(range(least, n - least + 1), key=score)
 
 
 class AcceptanceEstimator:
@@ -157,8 +154,8 @@ class AcceptanceEstimator:
         self.change_z = change_z
         self.recent_half_life_s = recent_half_life_s
         self._log: deque[tuple[float, tuple[tuple[tuple[int, ...], int], ...], float]] = deque(maxlen=_CHANGE_LOG)
-        self._moments = _RateMoments(half_life_s)
-        self._recent_moments = _RateMoments(recent_half_life_s)
+        self._moments = _RateMoments()
+        self._recent_moments = _RateMoments()
         self.changes = 0
         # index i = position (1..max_k); index 0 unused
         self.trials = [0.0] * (max_k + 1)
@@ -203,11 +200,13 @@ class AcceptanceEstimator:
         if rate is None:
             return
         self._log.append((now, tuple((tuple(h), k) for h, k in groups), rate))
-        self._moments.half_life_s, self._recent_moments.half_life_s = self.half_life_s, self.recent_half_life_s
-        self._moments.add(rate, now)
-        self._recent_moments.add(rate, now)
+        self._add_rate(rate, now)
         if changed(self._recent_moments, self._moments, self.change_z):
             self._restart_at_change(now)
+
+    def _add_rate(self, rate: float, now: float) -> None:
+        self._moments.add(rate, now, self.half_life_s)
+        self._recent_moments.add(rate, now, self.recent_half_life_s)
 
     def _restart_at_change(self, now: float) -> None:
         """Keep only the requests since the change: the logged requests after the split that best separates them
@@ -217,16 +216,14 @@ class AcceptanceEstimator:
         split = change_point(rates)
         self.trials = [0.0] * (self.max_k + 1)
         self.passes = [0.0] * (self.max_k + 1)
-        self._moments = _RateMoments(self.half_life_s)
-        self._recent_moments = _RateMoments(self.recent_half_life_s)
+        self._moments, self._recent_moments = _RateMoments(), _RateMoments()
         last = self._last
         self._last = None
         self._log.clear()
         for at, groups, rate in log[split:]:
             for histogram, k in groups:
                 self.observe(histogram, k, at)
-            self._moments.add(rate, at)
-            self._recent_moments.add(rate, at)
+            self._add_rate(rate, at)
             self._log.append((at, groups, rate))
         self.decay_to(max(now, last or now))
         self.changes += 1
