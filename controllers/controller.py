@@ -8,7 +8,8 @@ then apply the safety rules, in this order:
    While paused, only these two act; every other k holds.
 3. stale inputs (no fresh load figure for the pool, or no observation of the route for `stale_after_s`):
    the configured safe k;  4. hysteresis: keep the current ks unless the new ones promise at least
-   `hysteresis` more goodput;  5. minimum dwell time between two changes of a route;
+   `hysteresis` more goodput;  5. minimum dwell time between two changes of a pool's schedules (a route's
+   first move excepted);
 6. bounded change: at most `max_step` per tick;  7. k always within the route's bounds and the pool's max.
 
 A small `explore_share` of the requests of a route below its max k run at a higher k, so the acceptance at the
@@ -169,6 +170,8 @@ class _RouteRuntime:
     # k by batch size (controllers/schedule.py); starts as the constant k.
     schedule: Schedule = ()
     schedule_changed_at: float = float("-inf")
+    # Whether the schedule has made an adaptive move yet: a route's first move does not wait out the pool's dwell.
+    moved: bool = False
     # The acceptance estimator's step changes already named in a decision of this route.
     step_changes_logged: int = 0
 
@@ -470,7 +473,7 @@ class SpeculationController:
         rt.k = self._clamp(spec, old.k)
         rt.schedule = tuple((lo, self._clamp(spec, k)) for lo, k in old.schedule) or ((1, rt.k),)
         rt.reason = old.reason if rt.k == old.k else f"{old.reason} (clamped to the reloaded bounds)"
-        rt.changed_at, rt.schedule_changed_at = old.changed_at, old.schedule_changed_at
+        rt.changed_at, rt.schedule_changed_at, rt.moved = old.changed_at, old.schedule_changed_at, old.moved
 
     # -- admin --------------------------------------------------------------------------------------
     def pin(self, route: str, k: int | None) -> None:
@@ -674,15 +677,23 @@ class SpeculationController:
             # that draft less everywhere are taken whenever they gain at all. Moving up still needs the margin:
             # no flapping.
             past = gain >= s.hysteresis or fewer
+            bounded = {rt.spec.name: _bounded(rt.schedule, fresh[rt.spec.name], s.max_step) for rt in free}
+            # A route's first move leaves the schedule it started with (safe k) on its first evidence: nothing to
+            # flap back from, so a plan that makes one goes ahead within the pool's dwell (measured: on the
+            # simulator's low-load scenario the chat route's first requests came back after the code route had
+            # moved, and it waited out that dwell at k = 0; those requests were the run's p99).
+            first = sorted(rt.spec.name for rt in free if not rt.moved and bounded[rt.spec.name] != rt.schedule)
             if not (past or (gain > 0.0 and _drafts_less([(rt.schedule, fresh[rt.spec.name]) for rt in free]))):
                 note = f"held: best alternative gains {gain:.1%} (hysteresis {s.hysteresis:.0%})"
-            elif now - last < s.min_dwell_s:
+            elif now - last < s.min_dwell_s and not first:
                 note = f"held: changed {now - last:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
             else:
                 note = (
                     f"goodput +{gain:.1%} at batch {at}" if past else f"goodput +{gain:.2%} at batch {at}, fewer drafts"
                 )
-                target.update({rt.spec.name: _bounded(rt.schedule, fresh[rt.spec.name], s.max_step) for rt in free})
+                if now - last < s.min_dwell_s:
+                    note += f" (first move of {', '.join(first)}: within the dwell)"
+                target.update(bounded)
             why.update({rt.spec.name: note for rt in free})
         elif self.paused:
             why.update({rt.spec.name: "held: controller paused" for rt in free})
@@ -728,6 +739,7 @@ class SpeculationController:
             )
             rt.schedule = new
             rt.schedule_changed_at = now
+            rt.moved = rt.moved or forced[rt.spec.name] is None
         return records
 
     def _refresh_explore(self) -> bool:
