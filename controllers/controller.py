@@ -677,23 +677,27 @@ class SpeculationController:
             # that draft less everywhere are taken whenever they gain at all. Moving up still needs the margin:
             # no flapping.
             past = gain >= s.hysteresis or fewer
-            bounded = {rt.spec.name: _bounded(rt.schedule, fresh[rt.spec.name], s.max_step) for rt in free}
-            # A route's first move leaves the schedule it started with (safe k) on its first evidence: nothing to
-            # flap back from, so a plan that makes one goes ahead within the pool's dwell (measured: on the
-            # simulator's low-load scenario the chat route's first requests came back after the code route had
-            # moved, and it waited out that dwell at k = 0; those requests were the run's p99).
-            first = sorted(rt.spec.name for rt in free if not rt.moved and bounded[rt.spec.name] != rt.schedule)
             if not (past or (gain > 0.0 and _drafts_less([(rt.schedule, fresh[rt.spec.name]) for rt in free]))):
                 note = f"held: best alternative gains {gain:.1%} (hysteresis {s.hysteresis:.0%})"
-            elif now - last < s.min_dwell_s and not first:
-                note = f"held: changed {now - last:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
             else:
-                note = (
-                    f"goodput +{gain:.1%} at batch {at}" if past else f"goodput +{gain:.2%} at batch {at}, fewer drafts"
-                )
-                if now - last < s.min_dwell_s:
-                    note += f" (first move of {', '.join(first)}: within the dwell)"
-                target.update(bounded)
+                bounded = {rt.spec.name: _bounded(rt.schedule, fresh[rt.spec.name], s.max_step) for rt in free}
+                dwelling = now - last < s.min_dwell_s
+                # A route's first move leaves the schedule it started with (safe k) on its first evidence: nothing to
+                # flap back from, so a plan that makes one goes ahead within the pool's dwell (measured: on the
+                # simulator's low-load scenario the chat route's first requests came back after the code route had
+                # moved, and it waited out that dwell at k = 0; those requests were the run's p99).
+                first = sorted(rt.spec.name for rt in free if not rt.moved and bounded[rt.spec.name] != rt.schedule)
+                if dwelling and not first:
+                    note = f"held: changed {now - last:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
+                else:
+                    note = (
+                        f"goodput +{gain:.1%} at batch {at}"
+                        if past
+                        else f"goodput +{gain:.2%} at batch {at}, fewer drafts"
+                    )
+                    if dwelling:
+                        note += f" (first move of {', '.join(first)}: within the dwell)"
+                    target.update(bounded)
             why.update({rt.spec.name: note for rt in free})
         elif self.paused:
             why.update({rt.spec.name: "held: controller paused" for rt in free})
