@@ -250,6 +250,61 @@ def test_a_draft_cost_the_data_cannot_show_stays_the_priors_while_the_knee_moves
     assert model.predict(256, 0.5, 1) == pytest.approx(truth(256, 0.5, 1), rel=0.05)
 
 
+def _gpu_sim_step(b: float, kbar: float, kmax: float) -> float:
+    """The simulator's GPU profile (offline/simulator.py): flat to 64 tokens, a draft token costing a decoded one."""
+    return 0.012 + 0.00015 * max(0.0, b * (1.0 + kbar) - 64.0) + 0.0002 * kmax
+
+
+def _searched(samples: list[StepSample], unguarded: bool = False) -> tuple[float, float]:
+    """The shape a search over `samples` finds (with `unguarded`, as the search did before it left outliers out and
+    judged c where drafts past the knee show it)."""
+    model = StepCostModel("gpu")
+    if unguarded:
+        model._without_outliers = lambda moments, at: moments  # type: ignore[method-assign]
+        model._c_shown = lambda new, old, fits, kept: True  # type: ignore[method-assign]
+    for s in samples:
+        model.update(s)
+    model.refit(search=True)
+    return model.shape
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_interval_averaged_over_a_ramp_does_not_move_the_shape(seed: int) -> None:
+    """The simulator's high-load window (seed 1, 64 s): an interval over the first load ramp, whose step time sits 41%
+    above the step at its mean batch (a mix of steps below and past the knee, weighted by batch), then the ramp and a
+    steady overload at batch 256 with hardly any drafts. The true shape (c = 1, knee 64) is kept; before, that one
+    sample made c = 0.75 with a knee of 16 fit better, and the controller drafted at batch 256."""
+    rng = random.Random(seed)
+    ramp = [(86.9, 0.756, 1), (118.6, 0.562, 1), (141.0, 0.181, 0), (175.2, 0.106, 0), (204.2, 0.068, 0)]
+    samples = [StepSample(33.6, 0.928, 0.0, 1.41 * _gpu_sim_step(33.6, 0.928, 0.0))]
+    samples += [StepSample(b, kbar, k, 1.025 * _gpu_sim_step(b, kbar, k)) for b, kbar, k in ramp]
+    for _ in range(26):
+        kbar = rng.uniform(0.002, 0.023)
+        samples.append(StepSample(256, kbar, 0, _gpu_sim_step(256, kbar, 0) * rng.uniform(0.99, 1.01)))
+    assert _searched(samples, unguarded=True) != (1.0, 64.0)  # the case is informative
+    assert _searched(samples) == (1.0, 64.0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_draft_cost_moves_only_where_drafts_past_the_knee_show_it(seed: int) -> None:
+    """The simulator's bursts window (seed 4, 114 s): drafts at k = 4 in small batches (below the knee, where c does
+    not show), a burst at batch 256 with hardly any, and its drain. c = 0.1 fits the window better overall (through
+    a misfit of a few percent in the small batches), not the samples with drafts past the knee: c stays 1. Before,
+    drafts looked ten times cheaper and the next burst ran at k = 4."""
+    rng = random.Random(seed)
+    small = [rng.uniform(1, 5) for _ in range(29)]
+    samples = [StepSample(b, 4.0, 4.0, _gpu_sim_step(b, 4.0, 4.0) * rng.uniform(0.995, 1.005)) for b in small]
+    burst = [(32.2, 1.0, 2, 1.2), (113.7, 0.294, 1, 1.016), (178.5, 0.02, 0, 1.03), (242.3, 0.013, 0, 1.005)]
+    samples += [StepSample(b, kbar, k, f * _gpu_sim_step(b, kbar, k)) for b, kbar, k, f in burst]
+    for _ in range(19):
+        kbar = rng.uniform(0.01, 0.025)
+        samples.append(StepSample(256, kbar, 0, _gpu_sim_step(256, kbar, 0) * rng.uniform(0.99, 1.01)))
+    drain = [(248.0, 0.035, 1.008), (185.9, 0.043, 1.02), (132.7, 0.039, 1.03), (71.4, 0.217, 1.01)]
+    samples += [StepSample(b, kbar, 0, f * _gpu_sim_step(b, kbar, 0)) for b, kbar, f in drain]
+    assert _searched(samples, unguarded=True)[0] < 1.0  # the case is informative
+    assert _searched(samples) == (1.0, 64.0)
+
+
 def test_shape_stays_the_priors_at_one_batch_size() -> None:
     """At one load the shape cannot be seen: (c, knee) stay the prior's, only the coefficients move."""
     rng = random.Random(6)
