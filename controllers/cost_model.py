@@ -264,40 +264,42 @@ class StepCostModel:
         moments = self._moments(at)
         # The shape is chosen without the outliers; its coefficients are then fitted to the whole window, as every
         # refit between searches does.
-        judged = self._without_outliers(moments, at) if len(at) > 1 else moments
-        row, fit = self._chosen(at, dict(zip(at, self._solve(judged), strict=True)))
+        data = self._samples()
+        left_out = self._outliers(data, moments, at) if len(at) > 1 else np.empty(0, dtype=np.intp)
+        judged = moments
+        if len(left_out):
+            weights = self._weights_at(left_out, data[left_out, 3])
+            judged = moments - self._weighted_moments(data[left_out], weights, at)
+        row, fit = self._chosen(at, dict(zip(at, self._solve(judged), strict=True)), left_out)
         if judged is not moments:
             fit = self._solve(moments[at.index(row) : at.index(row) + 1])[0]
         self._adopt(row, fit)
 
-    def _without_outliers(self, moments: Floats, at: Sequence[int]) -> Floats:
-        """A search's moments less those of the few samples the kept fit misses far worse than the rest. An engine
-        counter sample averages an interval's steps: over a load ramp it mixes steps below and past the knee, and its
-        step time (weighted by each step's batch) sits far above the step time at its mean batch (measured in the
-        simulator's high-load scenario: 41% above, at the start). One such sample in a window of 30 made a knee of 16
-        with c = 0.75 fit 10% better than the true 64 with c = 1, and the controller drafted at batch 256."""
+    def _outliers(self, data: Floats, moments: Floats, at: Sequence[int]) -> npt.NDArray[np.intp]:
+        """The window's samples (indices into `data`, the window oldest first) that a search leaves out: the few the
+        kept shape misses far worse than the rest. An engine counter sample averages an interval's steps: over a load
+        ramp it mixes steps below and past the knee, and its step time (weighted by each step's batch) sits far above
+        the step time at its mean batch (measured in the simulator's high-load scenario: 41% above, at the start). One
+        such sample in a window of 30 made a knee of 16 with c = 0.75 fit 10% better than the true 64 with c = 1, and
+        the controller drafted at batch 256."""
+        most = int(_OUTLIER_SHARE * len(data))
+        if not most:
+            return np.empty(0, dtype=np.intp)
         # Misses of the kept shape fitted to the window as it is now (not of the last fit: before the first one, that
         # is the prior, which may miss everything).
         kept = at.index(self._shape_at)
         fit = self._solve(moments[kept : kept + 1])[0]
-        t0, t1, t3, t4 = (float(v) for v in (fit[0] if fit is not None else self.theta))
-        c, knee = self._shapes[self._shape_at]
-        data = self._samples()
-        b, kbar, kmax, y = data[:, 0], data[:, 1], data[:, 2], data[:, 3]
-        fitted = t0 + t1 * np.maximum(0.0, b * (1.0 + c * kbar) - knee) + t3 * kmax + t4 * (kmax > 0)
-        miss = np.abs(fitted / np.maximum(y, 1e-9) - 1.0)
+        rows, y = self._rows(data, [self._shape_at])[0], data[:, 3]
+        miss = np.abs(rows[:, :4] @ (fit[0] if fit is not None else self.theta) / np.maximum(y, 1e-9) - 1.0)
         limit = max(_OUTLIER_TIMES * float(np.median(miss)), _OUTLIER_FLOOR)
-        most = int(_OUTLIER_SHARE * len(miss))
-        if not most:
-            return moments
         worst = np.argpartition(miss, len(miss) - most)[len(miss) - most :]
-        out = worst[miss[worst] > limit]
-        if not len(out):
-            return moments
-        return moments - self._weighted_moments(data[out], self._weights_at(out, y[out]), at)
+        return np.sort(worst[miss[worst] > limit])
 
     def _chosen(
-        self, at: Sequence[int], fits: dict[int, tuple[Floats, float] | None]
+        self,
+        at: Sequence[int],
+        fits: dict[int, tuple[Floats, float] | None],
+        left_out: npt.NDArray[np.intp] | None = None,
     ) -> tuple[int, tuple[Floats, float] | None]:
         """The shape to keep of those fitted (`at`, the prior's first). A shape replaces the one kept only if it is
         clearly better: noise alone must not move it. The knee is chosen first at the prior's draft cost, then the
@@ -318,11 +320,18 @@ class StepCostModel:
         margin = 1 - self._shape_margin
         for admits in stages:
             lowest = min((n for n in rest if admits(n)), key=errors.__getitem__, default=best)
-            if errors[lowest] < errors[best] * margin and self._c_shown(lowest, best, fits, at[0]):
+            if errors[lowest] < errors[best] * margin and self._c_shown(lowest, best, fits, at[0], left_out):
                 best = lowest
         return best, fits[best]
 
-    def _c_shown(self, new: int, old: int, fits: dict[int, tuple[Floats, float] | None], kept: int) -> bool:
+    def _c_shown(
+        self,
+        new: int,
+        old: int,
+        fits: dict[int, tuple[Floats, float] | None],
+        kept: int,
+        left_out: npt.NDArray[np.intp] | None = None,
+    ) -> bool:
         """Whether shape `new` may replace `old` as far as the draft cost c goes: with the same c, yes; with another,
         only if it also beats `old` by the margin on the window's samples with drafts past shape `kept`'s knee, the
         only ones that show c, and there are `_DRAFT_COST_EVIDENCE` of them (measured in the simulator's bursts
@@ -332,7 +341,10 @@ class StepCostModel:
         if self._shapes[new, 0] == self._shapes[old, 0]:
             return True
         data = self._samples()
-        past = np.flatnonzero((data[:, 1] > 0) & (data[:, 0] * (1 + data[:, 1]) > self._shapes[kept, 1]))
+        shows = (data[:, 1] > 0) & (data[:, 0] * (1 + data[:, 1]) > self._shapes[kept, 1])
+        if left_out is not None:
+            shows[left_out] = False  # the search's outliers (`_outliers`)
+        past = np.flatnonzero(shows)
         new_fit, old_fit = fits.get(new), fits.get(old)
         if len(past) < _DRAFT_COST_EVIDENCE or new_fit is None or old_fit is None:
             return False
