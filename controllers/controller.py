@@ -20,6 +20,7 @@ The same class runs in the gateway and in the simulator.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -58,6 +59,11 @@ class ControllerSettings:
     min_dwell_s: float = 10.0
     max_step: int = 4
     explore_share: float = 0.03
+    # Where exploring cannot pay (no k above the route's could raise its pool's goodput even at the upper end of its
+    # acceptance interval, at the pool's load), a route explores at most this many requests per `half_life_s` (3 per
+    # 60 s: 0.05 a second): one request explores hundreds of steps, and the evidence is only there to see acceptance
+    # come back within the time the estimator remembers. 0: `explore_share` alone.
+    explore_futile_requests: float = 3.0
     stale_after_s: float = 60.0
     safe_k: int = 0
     z: float = 1.28
@@ -165,6 +171,8 @@ class _RouteRuntime:
     # Engine steps of the route's recent requests, decayed with `half_life_s` since `weight_at`: its batch share.
     weight: float = 0.0
     weight_at: float = 0.0
+    # The route's finished requests, decayed the same way: its request rate (`_request_rate`).
+    requests: float = 0.0
     speedup: float = 1.0
     admin_pin: int | None = None
     # k by batch size (controllers/schedule.py); starts as the constant k.
@@ -241,6 +249,8 @@ class SpeculationController:
     _pool_acceptance: dict[str, AcceptanceEstimator] = field(init=False)
     _cost: dict[str, StepCostModel] = field(init=False)
     _explore: dict[str, int | None] = field(init=False)
+    # Routes whose exploration cannot pay at their pool's load (`_exploration_pays`): they explore at a rate.
+    _futile: set[str] = field(init=False, default_factory=set)
     _static: dict[str, int] = field(init=False)
     _shares: dict[str, float] = field(init=False)
     # Each pool's routes, in route order (the routes and their pools are fixed for a controller's life).
@@ -326,7 +336,9 @@ class SpeculationController:
         # A route's share of the batch is the engine steps its requests spend in it: more requests, longer ones, and
         # fewer accepted drafts per step all mean more of the batch. (It decayed per observation before, so a route's
         # weight did not grow with its request rate; and it counted tokens, which overstated high-acceptance routes.)
-        rt.weight = self._weight(rt, now) + max(1, obs.completion_tokens - (spec.accepted_tokens if spec else 0))
+        decay = self._decay(rt, now)
+        rt.weight = rt.weight * decay + max(1, obs.completion_tokens - (spec.accepted_tokens if spec else 0))
+        rt.requests = rt.requests * decay + 1
         rt.weight_at = now
         estimator = self.estimator(obs.route, obs.pool)
         estimator.observe_request(acceptance_evidence(obs), now)
@@ -399,11 +411,12 @@ class SpeculationController:
         ks = [k_at(rt.schedule, max(1, round(batch))) for rt in self._members.get(pool, ())]
         return float(max(ks, default=0))
 
-    def _weight(self, rt: _RouteRuntime, now: float) -> float:
+    def _decay(self, rt: _RouteRuntime, now: float) -> float:
         half_life = self.settings.half_life_s
-        if not half_life:
-            return rt.weight
-        return float(rt.weight * 0.5 ** (max(0.0, now - rt.weight_at) / half_life))
+        return float(0.5 ** (max(0.0, now - rt.weight_at) / half_life)) if half_life else 1.0
+
+    def _weight(self, rt: _RouteRuntime, now: float) -> float:
+        return rt.weight * self._decay(rt, now)
 
     def _pool_mix(self, pool: str, now: float) -> tuple[float, float]:
         weighted = [(w, rt) for rt in self._members.get(pool, ()) if (w := self._weight(rt, now)) > 0]
@@ -468,6 +481,7 @@ class SpeculationController:
         if not same_pool:
             return
         rt.last_obs_at, rt.weight, rt.weight_at, rt.speedup = old.last_obs_at, old.weight, old.weight_at, old.speedup
+        rt.requests = old.requests
         if spec.pin is not None or not self.settings.adaptive:
             return  # the config's pin, or static mode, decides k: as at a start
         rt.k = self._clamp(spec, old.k)
@@ -768,6 +782,7 @@ class SpeculationController:
         still see its acceptance come back). Measured in the simulator: exploration was all of specgate's loss to
         k = 0 under high load."""
         out: dict[str, int] = {}
+        self._futile = set()
         for pool in self.pools:
             batch = self._last_batch.get(pool.name)
             members = self._members[pool.name]
@@ -789,17 +804,34 @@ class SpeculationController:
                 best = self.estimator(rt.spec.name, pool.name).optimistic_lengths(top)
                 here = ls[min(rt.k, len(ls) - 1)]
                 out[rt.spec.name] = rt.k + 1
+                self._futile.add(rt.spec.name)
                 for k in range(top, rt.k + 1, -1):
                     more = (best[k] - here) / batch  # one request of the batch, per request
                     if (tokens + more) / predict(batch, kbar + q * (k - rt.k) / batch, max(kmax, k)) > now:
                         out[rt.spec.name] = k
+                        self._futile.discard(rt.spec.name)
                         break
         return out
 
     def explore_share(self, name: str) -> float:
         rt = self._routes[name]
         cold = self.estimator(name, rt.spec.pool).evidence(1) < self.settings.cold_start_steps
-        return max(self.settings.explore_share, self.settings.cold_start_share) if cold else self.settings.explore_share
+        if cold:
+            return max(self.settings.explore_share, self.settings.cold_start_share)
+        share, half_life = self.settings.explore_share, self.settings.half_life_s
+        if self.settings.explore_futile_requests > 0 and half_life and name in self._futile:
+            futile = self.settings.explore_futile_requests / half_life  # requests a second
+            rate = self._request_rate(rt)
+            if rate > 0:
+                # Two significant digits: the rate drifts a little every tick, and each change is a new table.
+                return min(share, float(f"{futile / rate:.2g}"))
+        return share
+
+    def _request_rate(self, rt: _RouteRuntime) -> float:
+        """The route's finished requests per second, from their count decayed with `half_life_s` (in a steady stream
+        of r per second the count settles at r x half-life / ln 2); 0 without a half-life."""
+        half_life = self.settings.half_life_s
+        return rt.requests * self._decay(rt, self.now) * math.log(2) / half_life if half_life else 0.0
 
     def table(self) -> DecisionTable:
         routes = {
@@ -870,6 +902,10 @@ class SpeculationController:
                 else None,
             },
             "explore_k": self._explore.get(name),
+            # The share of its requests that explore, and its request rate (finished requests per second, decayed):
+            # where exploring cannot pay, a busy route explores `explore_futile_requests` per half-life instead.
+            "explore_share": self.explore_share(name),
+            "request_rate": round(self._request_rate(rt), 3),
             "last_observation_age_s": None if rt.last_obs_at is None else round(self.now - rt.last_obs_at, 2),
             "last_decision": None
             if last is None

@@ -66,6 +66,7 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
         min_dwell_s=c.min_dwell_s,
         max_step=c.max_step,
         explore_share=c.explore_share,
+        explore_futile_requests=c.explore_futile_requests,
         stale_after_s=c.stale_after_s,
         safe_k=c.safe_k,
         decision_log_size=c.decision_log_size,

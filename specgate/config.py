@@ -484,6 +484,9 @@ class ControllerConfig(_Strict):
     min_dwell_s: Annotated[float, Field(ge=0)] = 10.0
     max_step: Annotated[int, Field(ge=1, le=16)] = 4
     explore_share: Annotated[float, Field(ge=0, le=0.5)] = 0.03
+    # Where no k above a route's could pay even at the top of its acceptance interval, it explores at most this many
+    # requests per `half_life_s` (0: `explore_share` alone).
+    explore_futile_requests: Annotated[float, Field(ge=0, le=100_000)] = 3.0
     stale_after_s: Annotated[float, Field(gt=0)] = 60.0
     safe_k: Annotated[int, Field(ge=0, le=16)] = 0
     # Step-time prior per engine kind until the online fit takes over.

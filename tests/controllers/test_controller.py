@@ -113,6 +113,48 @@ def test_heavy_load_turns_it_off() -> None:
     assert ks[39] >= 2 and ks[-1] == 0
 
 
+def _driven_at_load(batch: float, per_tick: int, **kw: object) -> SpeculationController:
+    """A controller of one route after 60 ticks of `per_tick` finished requests each (2 s apart) at a batch of
+    `batch`, exploring as its table says."""
+    rng = random.Random(8)
+    c = controller(**{"half_life_s": 60.0, **kw})
+    t = 0.0
+    for _ in range(60):
+        t += 2.0
+        for _ in range(per_tick):
+            d = c.table().routes["r"]
+            explore = d.explore_k is not None and rng.random() < d.explore_share
+            c.observe(obs("r", d.explore_k if explore and d.explore_k is not None else d.k, 0.6, batch, rng), t)
+        c.tick(t, {"p": batch})
+    return c
+
+
+def _explored_at_load(batch: float, per_tick: int, **kw: object) -> tuple[int | None, float, int]:
+    """(explore k, explore share, k) of the route of `_driven_at_load`."""
+    d = _driven_at_load(batch, per_tick, **kw).table().routes["r"]
+    return d.explore_k, d.explore_share, d.k
+
+
+def test_where_exploring_cannot_pay_a_busy_route_explores_at_a_rate_not_a_share() -> None:
+    """Past the knee no draft pays even at the top of the acceptance interval: the route is off and explores one draft
+    more, and a busy one (30 requests a second) at `explore_futile_requests` per half-life (3 per 60 s: a share of
+    ~0.2%), not 3% of its requests (exploration was all of the simulator's loss under steady overload). The same at
+    low load once the route's acceptance is known: its k is where drafts pay, and one explorer's extra draft position
+    would slow every step of its batch for a few more tokens of its own. A quiet route keeps the share, as does any
+    route with the rate at 0."""
+    explore_k, share, k = _explored_at_load(600, 60)
+    assert k == 0 and explore_k == 1
+    assert 0.001 < share < 0.004
+    status = _driven_at_load(600, 60).route_status("r")
+    assert status["explore_share"] == share and 15 < status["request_rate"] < 30  # 30 a second, still filling up
+    assert _explored_at_load(600, 60, explore_futile_requests=0.0)[1] == 0.03
+    assert _explored_at_load(600, 3)[1] == 0.03  # 1.5 requests a second: 0.05 / 1.5 is more than the share
+    # Tied to the half-life: forgetting in 6 s, the route explores ten times as often (3 per 6 s: 0.5 a second).
+    assert 0.01 < _explored_at_load(600, 60, half_life_s=6.0)[1] < 0.025
+    explore_k, share, k = _explored_at_load(4, 60)
+    assert k == 3 and explore_k == 4 and 0.001 < share < 0.004
+
+
 def test_measured_step_times_move_the_decision() -> None:
     # At batch 24 the gpu prior puts the knee at 64 verified tokens and charges little past it: k = 2 pays.
     # This engine is compute-bound past the knee at 20x the prior's cost per token: only k = 1 (48 tokens,

@@ -66,6 +66,7 @@ def test_every_controller_setting_in_the_config_reaches_the_controller() -> None
         "kv_draft_share": 0.07,
         "change_z": 0.0,
         "recent_half_life_s": 9.0,
+        "explore_futile_requests": 5.0,
     }
     settings = build_controller(validate_config({"pools": [pool], "controller": changed})).settings
     for key, value in changed.items():
