@@ -6,7 +6,8 @@ drafts k_r tokens, each accepted with its route's acceptance alpha(t) in turn un
 and emits accepted + 1 tokens; the step takes T(B, kbar, kmax) x noise. Arrivals are Poisson with a
 piecewise rate (bursts and ramps are phases); output lengths are geometric. Finished requests become the
 same `Observation`s the gateway produces, and the adaptive policy runs the very `SpeculationController`
-the gateway runs.
+the gateway runs. Policies run on one seed face the same requests (common random numbers: arrivals, output
+lengths and each request's acceptance draws do not depend on what a policy did; `run`).
 """
 
 from __future__ import annotations
@@ -259,6 +260,18 @@ class _Req:
     pinned: bool = False
     by_k: dict[int, list[int]] = field(default_factory=dict)
     drafted: int = 0
+    # The request's own uniform draws, one per token of its output: the draft for token i is accepted when draw i is
+    # below the acceptance probability. Every policy sees the same draws for the same request (common random numbers:
+    # a policy's choices do not reshuffle the luck of the requests after it).
+    draws: random.Random | None = None
+    _u: list[float] = field(default_factory=list)
+
+    def draw(self, token: int) -> float:
+        """The uniform draw for the token at index `token` of the output."""
+        assert self.draws is not None
+        while len(self._u) <= token:
+            self._u.append(self.draws.random())
+        return self._u[token]
 
 
 @dataclass
@@ -305,22 +318,36 @@ class SimResult:
 
 
 def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
+    """One policy through the scenario. Random streams apart, so that policies compared on one seed face the same
+    luck: arrivals and their output lengths (`rng`, `lengths`), each request's acceptance draws (seeded by the
+    request's number), the step-time noise, and the policy's own coin (exploration)."""
     rng = random.Random(scenario.seed)
+    lengths = random.Random(f"{scenario.seed}:lengths")
+    noise = random.Random(f"{scenario.seed}:noise")
+    coin = random.Random(f"{scenario.seed}:policy")
     step_fn = STEP_PROFILES[scenario.profile]
     routes = {r.name: r for r in scenario.routes}
     names = [r.name for r in scenario.routes]
     # arrivals by thinning a Poisson process with the maximum rate (closed loop: users replace what finishes)
     max_rate = 0.0 if scenario.users else max(rate for _, rate in scenario.arrivals)
-    arrivals: list[tuple[float, str]] = []
+    # (time, route, output tokens, request number)
+    arrivals: list[tuple[float, str, int, int]] = []
+
+    def output_tokens(route: str) -> int:
+        mean = routes[route].mean_output
+        return int(mean) if scenario.fixed_output else 1 + int(lengths.expovariate(1.0 / mean))
+
     t = 0.0
     while max_rate > 0:
         t += rng.expovariate(max_rate)
         if t >= scenario.duration_s:
             break
         if rng.random() < scenario.rate_at(t) / max_rate:
-            arrivals.append((t, rng.choices(names, scenario.shares_at(t))[0]))
+            route = rng.choices(names, scenario.shares_at(t))[0]
+            arrivals.append((t, route, output_tokens(route), len(arrivals)))
+    numbered = len(arrivals)
     heapq.heapify(arrivals)
-    waiting: deque[tuple[float, str]] = deque()
+    waiting: deque[tuple[float, str, int, int]] = deque()
     running: list[_Req] = []
     now = 0.0
     next_tick = tick_s
@@ -343,7 +370,9 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         if scenario.users:
             # Users who are not waiting on an answer send their next request now.
             for _ in range(scenario.users_at(now) - len(arrivals) - len(waiting) - len(running) - len(preempted)):
-                heapq.heappush(arrivals, (now, rng.choices(names, scenario.shares_at(now))[0]))
+                route = rng.choices(names, scenario.shares_at(now))[0]
+                heapq.heappush(arrivals, (now, route, output_tokens(route), numbered))
+                numbered += 1
         while arrivals and arrivals[0][0] <= now:
             waiting.append(heapq.heappop(arrivals))
         rejoined: list[_Req] = []
@@ -351,12 +380,12 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             rejoined.append(preempted.popleft())
             running.append(rejoined[-1])
         while not preempted and waiting and len(running) < scenario.max_batch and _fits(running, None, cap, prompt):
-            arrived, route = waiting.popleft()
-            mean = routes[route].mean_output
-            target = int(mean) if scenario.fixed_output else 1 + int(rng.expovariate(1.0 / mean))
-            k = min(scenario.max_k, max(0, policy.k_for(route, now, len(running), rng)))
+            arrived, route, target, number = waiting.popleft()
+            k = min(scenario.max_k, max(0, policy.k_for(route, now, len(running), coin)))
             pinned = bool(getattr(policy, "pinned", False))
-            running.append(_Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1), pinned=pinned))
+            draws = random.Random(f"{scenario.seed}:{number}")
+            req = _Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1), pinned=pinned, draws=draws)
+            running.append(req)
         if not running:
             now = arrivals[0][0] if arrivals else _next_phase(scenario, now)
             continue
@@ -375,7 +404,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         kmax = max(ks)
         # Prompts computed in this step count as that many more one-token requests (the same drafts in all).
         joining = prompt * sum(1 for r in running if r.first_at is None) if scenario.prefill_in_step else 0
-        step = step_fn(b + joining, b * kbar / (b + joining), kmax) * math.exp(rng.gauss(0, scenario.noise))
+        step = step_fn(b + joining, b * kbar / (b + joining), kmax) * math.exp(noise.gauss(0, scenario.noise))
         step += recompute * scenario.prefill_s_per_token
         now += step
         result.busy_s += step
@@ -387,7 +416,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         for r, k in zip(running, ks, strict=True):
             profile = routes[r.route]
             accepted = 0
-            while accepted < k and rng.random() < profile.accept_prob(accepted + 1, now):
+            while accepted < k and r.draw(r.tokens + accepted) < profile.accept_prob(accepted + 1, now):
                 accepted += 1
             if k:
                 drafts += 1
