@@ -262,15 +262,19 @@ class StepCostModel:
         if len(at) > 1 or not spread:
             self._searched_at = self.samples
         moments = self._moments(at)
-        # The shape is chosen without the outliers; its coefficients are then fitted to the whole window, as every
-        # refit between searches does.
+        if len(at) == 1:  # a refit: the shape stays
+            self._adopt(*self._chosen(at, dict(zip(at, self._solve(moments), strict=True))))
+            return
+        # A search chooses the shape without the outliers; the coefficients of the one chosen are then fitted to the
+        # whole window, as every refit between searches does.
         data = self._samples()
-        left_out = self._outliers(data, moments, at) if len(at) > 1 else np.empty(0, dtype=np.intp)
+        left_out = self._outliers(data, moments, at)
         judged = moments
         if len(left_out):
             weights = self._weights_at(left_out, data[left_out, 3])
             judged = moments - self._weighted_moments(data[left_out], weights, at)
-        row, fit = self._chosen(at, dict(zip(at, self._solve(judged), strict=True)), left_out)
+        evidence = self._drafting_samples(data, left_out)
+        row, fit = self._chosen(at, dict(zip(at, self._solve(judged), strict=True)), evidence)
         if judged is not moments:
             fit = self._solve(moments[at.index(row) : at.index(row) + 1])[0]
         self._adopt(row, fit)
@@ -299,9 +303,10 @@ class StepCostModel:
         self,
         at: Sequence[int],
         fits: dict[int, tuple[Floats, float] | None],
-        left_out: npt.NDArray[np.intp] | None = None,
+        evidence: tuple[Floats, npt.NDArray[np.intp]] | None = None,
     ) -> tuple[int, tuple[Floats, float] | None]:
-        """The shape to keep of those fitted (`at`, the prior's first). A shape replaces the one kept only if it is
+        """The shape to keep of those fitted (`at`, the prior's first; `evidence`: `_drafting_samples`, without which c
+        stays). A shape replaces the one kept only if it is
         clearly better: noise alone must not move it. The knee is chosen first at the prior's draft cost, then the
         draft cost at that knee, then the best shape of all may still win: c is only seen where drafts vary past
         the knee, and under a steady load with few drafts every c fits about equally (measured in the simulator's
@@ -320,34 +325,39 @@ class StepCostModel:
         margin = 1 - self._shape_margin
         for admits in stages:
             lowest = min((n for n in rest if admits(n)), key=errors.__getitem__, default=best)
-            if errors[lowest] < errors[best] * margin and self._c_shown(lowest, best, fits, at[0], left_out):
+            if errors[lowest] < errors[best] * margin and self._c_shown(lowest, best, fits, evidence):
                 best = lowest
         return best, fits[best]
+
+    def _drafting_samples(
+        self, data: Floats, left_out: npt.NDArray[np.intp]
+    ) -> tuple[Floats, npt.NDArray[np.intp]] | None:
+        """The window (`data`, oldest first) and the indices of its samples with drafts past the prior's knee, the
+        only ones that show c, the search's outliers (`_outliers`) left out; None with fewer than
+        `_DRAFT_COST_EVIDENCE` of them."""
+        shows = (data[:, 1] > 0) & (data[:, 0] * (1 + data[:, 1]) > self.prior_shape[1])
+        shows[left_out] = False
+        past = np.flatnonzero(shows)
+        return (data, past) if len(past) >= _DRAFT_COST_EVIDENCE else None
 
     def _c_shown(
         self,
         new: int,
         old: int,
         fits: dict[int, tuple[Floats, float] | None],
-        kept: int,
-        left_out: npt.NDArray[np.intp] | None = None,
+        evidence: tuple[Floats, npt.NDArray[np.intp]] | None,
     ) -> bool:
         """Whether shape `new` may replace `old` as far as the draft cost c goes: with the same c, yes; with another,
-        only if it also beats `old` by the margin on the window's samples with drafts past shape `kept`'s knee, the
-        only ones that show c, and there are `_DRAFT_COST_EVIDENCE` of them (measured in the simulator's bursts
-        scenario: with drafts below the knee and hardly any past it, c = 0.1 fitted 10% better than the true 1.0
-        through a misfit of a few percent at batch 1-5, and the controller drafted k = 4 through a burst at batch
-        256)."""
+        only if it also beats `old` by the margin on the samples that show c (`evidence`: `_drafting_samples`; measured
+        in the simulator's bursts scenario: with drafts below the knee and hardly any past it, c = 0.1 fitted 10%
+        better than the true 1.0 through a misfit of a few percent at batch 1-5, and the controller drafted k = 4
+        through a burst at batch 256)."""
         if self._shapes[new, 0] == self._shapes[old, 0]:
             return True
-        data = self._samples()
-        shows = (data[:, 1] > 0) & (data[:, 0] * (1 + data[:, 1]) > self._shapes[kept, 1])
-        if left_out is not None:
-            shows[left_out] = False  # the search's outliers (`_outliers`)
-        past = np.flatnonzero(shows)
         new_fit, old_fit = fits.get(new), fits.get(old)
-        if len(past) < _DRAFT_COST_EVIDENCE or new_fit is None or old_fit is None:
+        if evidence is None or new_fit is None or old_fit is None:
             return False
+        data, past = evidence
         moments = self._weighted_moments(data[past], self._weights_at(past, data[past, 3]), [new, old])
         new_error, old_error = _relative_error(new_fit[0], moments[0]), _relative_error(old_fit[0], moments[1])
         return new_error < old_error * (1 - self._shape_margin)
@@ -401,14 +411,13 @@ class StepCostModel:
         self._evicted = [(n, row) for n, row in self._evicted if n >= reached - len(self._ring)]
 
     def _weights(self, y: Floats) -> Floats:
-        """Each sample's weight, oldest first: recency (exponential), and 1 / its step time squared, because relative
-        errors matter, not absolute ones."""
-        return np.asarray(self._decay ** np.arange(len(y) - 1, -1, -1) / np.maximum(y, 1e-6) ** 2, dtype=np.float64)
+        """Each sample's weight, oldest first (`y`: the whole window's step times): recency (exponential), and 1 / its
+        step time squared, because relative errors matter, not absolute ones."""
+        return self._weights_at(np.arange(len(y)), y)
 
     def _weights_at(self, index: npt.NDArray[np.intp], y: Floats) -> Floats:
         """`_weights` of the window's samples at `index` (oldest first), whose step times are `y`."""
-        after = (self._held - 1 - index).astype(np.float64)
-        return np.asarray(self._decay**after / np.maximum(y, 1e-6) ** 2, dtype=np.float64)
+        return np.asarray(self._decay ** (self._held - 1 - index) / np.maximum(y, 1e-6) ** 2, dtype=np.float64)
 
     def _rows(self, data: Floats, shapes: Sequence[int]) -> Floats:
         """(1, tokens, kmax, drafting, step time) per shape (rows of `_shapes`) and sample: (shape, sample, 5), the

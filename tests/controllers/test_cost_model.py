@@ -261,7 +261,7 @@ def _searched(samples: list[StepSample], unguarded: bool = False) -> tuple[float
     model = StepCostModel("gpu")
     if unguarded:
         model._outliers = lambda data, moments, at: np.empty(0, dtype=np.intp)  # type: ignore[method-assign]
-        model._c_shown = lambda new, old, fits, kept, left_out: True  # type: ignore[method-assign]
+        model._c_shown = lambda new, old, fits, evidence: True  # type: ignore[method-assign]
     for s in samples:
         model.update(s)
     model.refit(search=True)
@@ -329,8 +329,8 @@ def test_an_outlier_does_not_show_the_draft_cost_either() -> None:
         samples += [StepSample(b, kbar, k, f * _gpu_sim_step(b, kbar, k)) for b, kbar, k, f in burst]
         assert _searched(samples) == (1.0, 64.0)
         model = StepCostModel("gpu")
-        check = model._c_shown
-        model._c_shown = lambda new, old, fits, kept, left_out, check=check: check(new, old, fits, kept, None)  # type: ignore[method-assign]
+        drafting = model._drafting_samples
+        model._drafting_samples = lambda data, left_out, f=drafting: f(data, left_out[:0])  # type: ignore[method-assign]
         for s in samples:
             model.update(s)
         model.refit(search=True)
