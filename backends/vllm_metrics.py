@@ -181,6 +181,8 @@ class StepDelta:
     request_steps: float
     itl_sum_s: float
     draft_tokens: float
+    # Request-steps that drafted (spec_decode_num_drafts); None where the engine does not count them.
+    drafts: float | None = None
 
 
 def _grew(before: float | None, after: float | None) -> float | None:
@@ -200,4 +202,5 @@ def step_delta(prev: EngineSnapshot | None, cur: EngineSnapshot) -> StepDelta | 
     )
     if iterations is None or request_steps is None or itl is None or drafted is None:
         return None
-    return StepDelta(iterations, request_steps, itl, drafted)
+    drafts = 0.0 if prev.drafts is None and cur.drafts is None and not drafted else _grew(prev.drafts, cur.drafts)
+    return StepDelta(iterations, request_steps, itl, drafted, drafts)

@@ -364,18 +364,28 @@ class SpeculationController:
         return state
 
     def observe_steps(
-        self, pool: str, iterations: float, request_steps: float, itl_sum_s: float, draft_tokens: float, now: float
+        self,
+        pool: str,
+        iterations: float,
+        request_steps: float,
+        itl_sum_s: float,
+        draft_tokens: float,
+        now: float,
+        drafts: float | None = None,
     ) -> bool:
         """Step time over a scrape interval from the engine's own counters (controllers/step_evidence.py). While
         these arrive, the per-request estimate (end-to-end time over steps) is not used to fit the pool's step time:
         its regressors are far noisier. When they start (or come back), the per-request estimates in the window are
         dropped: taken while load ramps up, they carry the batch at dispatch, queueing and the prefill step, and in the
         simulator's high-load scenario a quarter of the window was such samples, 7-75% above the true step time,
-        which led the fit away from the true shape. False when the interval ran too little to tell."""
+        which led the fit away from the true shape. `drafts`: the request-steps that drafted (vLLM's
+        spec_decode_num_drafts), None where the engine does not count them. False when the interval ran too little to
+        tell."""
         if pool not in self._cost:
             return False
         batch = request_steps / iterations if iterations > 0 else 1.0
-        sample = interval_sample(iterations, request_steps, itl_sum_s, draft_tokens, self._pool_kmax(pool, batch))
+        kmax = self._pool_kmax(pool, batch)
+        sample = interval_sample(iterations, request_steps, itl_sum_s, draft_tokens, kmax, drafts)
         if sample is None:
             return False
         if now - self._engine_steps_at.get(pool, float("-inf")) > self.settings.stale_after_s:

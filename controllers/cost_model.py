@@ -16,10 +16,13 @@ c and the knee enter non-linearly. They start from the prior's; once the window 
 batch sizes (`shape_min_samples`), a fit also tries every (c, knee) of a small grid: the knee with the least
 weighted error at the prior's c, then the c with the least at that knee, then the best shape of all, each taken
 only if it beats the shape kept by `shape_margin` (noise alone must not move it; c is seen only where drafts vary
-past the knee, and the first c of the grid to fit as well once won where none was seen). A shape with another c must
-also beat the kept one by the margin on the samples with drafts past the knee, and there must be a few of those. The
+past the knee, and the first c of the grid to fit as well once won where none was seen), and must still beat it once
+the two samples it gains most on are left out (a load step lands in one or two scrape intervals). A shape with another
+c must also beat the kept one by the margin on the samples with drafts past the knee, and there must be a few of those
+(drafts a tenth of their step's tokens at least: an explorer's in a large batch change nothing). The
 search leaves out the few samples the kept shape misses far worse than the rest (an interval averaged over a load
-ramp); the coefficients of the shape chosen are then fitted to the whole window. That search
+ramp); the coefficients of the shape chosen are then fitted to the whole window. An interval sample carries the share
+of its steps in which the drafter ran (`StepSample.drafting`): t4 is paid on those. That search
 runs again once a tenth of the window is new (and the control loop lets one pool search per tick); fits in between
 keep the shape found and refit the coefficients. Per-request
 samples (end-to-end time over steps, against the batch at dispatch) are too noisy for that; the engine's own step
@@ -112,14 +115,42 @@ _OUTLIER_TIMES = 3.0
 _OUTLIER_FLOOR = 0.05
 # Samples with drafts past the knee without which the draft cost c is not searched (c is seen only there).
 _DRAFT_COST_EVIDENCE = 5
+# A shape must still win without the samples it gains most on, this many: a step in load lands in one or two scrape
+# intervals, each averaged over the ramp.
+_BROAD_FEW = 2
+# A sample shows c only where drafts past the knee are at least this share of its step's tokens: an explorer's few
+# drafts in a batch of 256 that does not draft change the step by less than the noise.
+_DRAFT_COST_SHARE = 0.1
 
 
 @dataclass(frozen=True, slots=True)
 class StepSample:
+    """One step time (`step_s`) at a batch size, mean drafts per request and largest k. A sample that averages an
+    interval's steps (controllers/step_evidence.py) carries the mean of kmax over them and `drafting`, the share of
+    them in which the drafter ran: one request drafting in a batch that does not runs the drafter for every step it
+    is in (an explorer at batch 150 on the H100 profile: 15% on each such step). None: 1 if kmax > 0, else 0."""
+
     batch: float
     kbar: float
     kmax: float
     step_s: float
+    drafting: float | None = None
+
+    @property
+    def drafter_share(self) -> float:
+        if self.drafting is None:
+            return 1.0 if self.kmax > 0 else 0.0
+        return min(1.0, max(0.0, self.drafting))
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """What a shape search judges shapes on: the window's samples (oldest first), the indices of those it keeps (the
+    outliers left out: `StepCostModel._outliers`), and `StepCostModel._drafting_samples`."""
+
+    data: Floats
+    judged: npt.NDArray[np.intp]
+    drafting: tuple[Floats, npt.NDArray[np.intp]] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +209,9 @@ class StepCostModel:
         self.theta = self.prior.copy()
         self._coef = self._floats(self.theta)
         self._floor = 0.25 * float(self.prior[0])
-        # The last `window` samples (batch, kbar, kmax, step_s), a ring: row `_next` is the oldest once full.
-        self._ring = np.empty((window, 4), dtype=np.float64)
+        # The last `window` samples (batch, kbar, kmax, step_s, drafter share), a ring: row `_next` is the oldest once
+        # full.
+        self._ring = np.empty((window, 5), dtype=np.float64)
         self._held = 0
         self._next = 0
         self._decay = 0.5 ** (1.0 / half_life_samples)
@@ -193,8 +225,8 @@ class StepCostModel:
         self.samples = 0
         # `samples` when the shape was last searched.
         self._searched_at = 0
-        # Samples in the window with drafts (kmax > 0), for the ridge's view of t4.
-        self._drafting_held = 0
+        # Steps in the window with the drafter running (sum of the samples' drafter shares), for the ridge's view of t4.
+        self._drafting_held = 0.0
         # The window's weighted moments, kept up to date from the samples added and evicted since (`_moments`): under
         # every shape (brought up to date when the shapes are searched) and under the current one (every refit). A
         # refit costs O(new samples) for one shape, a search O(new samples) for all; neither reads the window.
@@ -208,15 +240,16 @@ class StepCostModel:
             return
         if self._held == len(self._ring):
             old = self._ring[self._next]
-            self._drafting_held -= bool(old[2] > 0)
+            self._drafting_held -= float(old[4])
             if self._grid_moments is not None or self._shape_moments is not None:
                 if len(self._evicted) < len(self._ring) // 2:
                     self._evicted.append((self.samples - len(self._ring), old.copy()))
                 else:  # rebuilding from the window is cheaper than folding this many in
                     self._grid_moments = self._shape_moments = None
                     self._evicted.clear()
-        self._ring[self._next] = (s.batch, s.kbar, s.kmax, s.step_s)
-        self._drafting_held += s.kmax > 0
+        share = s.drafter_share
+        self._ring[self._next] = (s.batch, s.kbar, s.kmax, s.step_s, share)
+        self._drafting_held += share
         self._next = (self._next + 1) % len(self._ring)
         self._held = min(self._held + 1, len(self._ring))
         self.samples += 1
@@ -225,7 +258,8 @@ class StepCostModel:
     def clear_window(self) -> None:
         """Forget the window's samples; the coefficients and shape fitted so far stay until the next fit. For when
         better evidence replaces what the window holds (engine step counters after per-request estimates)."""
-        self._held = self._next = self._drafting_held = 0
+        self._held = self._next = 0
+        self._drafting_held = 0.0
         self._grid_moments = self._shape_moments = None
         self._evicted.clear()
         self._searched_at = self.samples
@@ -273,8 +307,8 @@ class StepCostModel:
         if len(left_out):
             weights = self._weights_at(left_out, data[left_out, 3])
             judged = moments - self._weighted_moments(data[left_out], weights, at)
-        evidence = self._drafting_samples(data, left_out)
-        row, fit = self._chosen(at, dict(zip(at, self._solve(judged), strict=True)), evidence)
+        window = _Window(data, np.setdiff1d(np.arange(len(data)), left_out), self._drafting_samples(data, left_out))
+        row, fit = self._chosen(at, dict(zip(at, self._solve(judged), strict=True)), window)
         if judged is not moments:
             fit = self._solve(moments[at.index(row) : at.index(row) + 1])[0]
         self._adopt(row, fit)
@@ -300,16 +334,13 @@ class StepCostModel:
         return np.sort(worst[miss[worst] > limit])
 
     def _chosen(
-        self,
-        at: Sequence[int],
-        fits: dict[int, tuple[Floats, float] | None],
-        evidence: tuple[Floats, npt.NDArray[np.intp]] | None = None,
+        self, at: Sequence[int], fits: dict[int, tuple[Floats, float] | None], window: _Window | None = None
     ) -> tuple[int, tuple[Floats, float] | None]:
-        """The shape to keep of those fitted (`at`, the prior's first; `evidence`: `_drafting_samples`, without which c
-        stays). A shape replaces the one kept only if it is
-        clearly better: noise alone must not move it. The knee is chosen first at the prior's draft cost, then the
-        draft cost at that knee, then the best shape of all may still win: c is only seen where drafts vary past
-        the knee, and under a steady load with few drafts every c fits about equally (measured in the simulator's
+        """The shape to keep of those fitted (`at`, the prior's first; `window`: the samples they were fitted to,
+        without which the shape stays). A shape replaces the one kept only if it is clearly better, on more than a few
+        samples (`_broadly_better`): noise alone must not move it. The knee is chosen first at the prior's draft cost,
+        then the draft cost at that knee, then the best shape of all may still win: c is only seen where drafts vary
+        past the knee, and under a steady load with few drafts every c fits about equally (measured in the simulator's
         high-load scenario: c = 0.75 fitted 0.3% better than the true 1.0 at the same knee, the first of the grid
         won, drafts looked 25% cheaper and the controller drafted at batch 256, where they cost 45% on every step)."""
         errors = {n: fit[1] for n, fit in fits.items() if fit is not None}
@@ -325,9 +356,33 @@ class StepCostModel:
         margin = 1 - self._shape_margin
         for admits in stages:
             lowest = min((n for n in rest if admits(n)), key=errors.__getitem__, default=best)
-            if errors[lowest] < errors[best] * margin and self._c_shown(lowest, best, fits, evidence):
+            if errors[lowest] >= errors[best] * margin or window is None:
+                continue
+            if self._broadly_better(lowest, best, fits, window) and self._c_shown(lowest, best, fits, window.drafting):
                 best = lowest
         return best, fits[best]
+
+    def _broadly_better(
+        self, new: int, old: int, fits: dict[int, tuple[Floats, float] | None], window: _Window
+    ) -> bool:
+        """Whether shape `new` still beats `old` by the margin once the `_BROAD_FEW` samples it gains most on are left
+        out. Measured in the simulator's bursts scenario: 3 s into
+        a load step, two samples past the knee (one averaged over the ramp) made a knee of 32 fit 18% better than the
+        true 64, and the controller drafted k = 1 at batch 256 for ten seconds."""
+        new_fit, old_fit = fits.get(new), fits.get(old)
+        if new_fit is None or old_fit is None:
+            return False
+        data = window.data[window.judged]
+        rows = self._rows(data, [new, old])
+        w = self._weights_at(window.judged, data[:, 3])
+        new_sq = w * (rows[0, :, :4] @ new_fit[0] - data[:, 3]) ** 2
+        old_sq = w * (rows[1, :, :4] @ old_fit[0] - data[:, 3]) ** 2
+        few = _BROAD_FEW
+        if len(data) <= few:
+            return False
+        gain = old_sq - new_sq
+        rest = np.argpartition(gain, len(gain) - few)[: len(gain) - few]
+        return bool(new_sq[rest].sum() < old_sq[rest].sum() * (1 - self._shape_margin) ** 2)
 
     def _drafting_samples(
         self, data: Floats, left_out: npt.NDArray[np.intp]
@@ -335,7 +390,9 @@ class StepCostModel:
         """The window (`data`, oldest first) and the indices of its samples with drafts past the prior's knee, the
         only ones that show c, the search's outliers (`_outliers`) left out; None with fewer than
         `_DRAFT_COST_EVIDENCE` of them."""
-        shows = (data[:, 1] > 0) & (data[:, 0] * (1 + data[:, 1]) > self.prior_shape[1])
+        tokens = data[:, 0] * (1 + data[:, 1])
+        past = np.minimum(data[:, 0] * data[:, 1], tokens - self.prior_shape[1])
+        shows = past >= _DRAFT_COST_SHARE * tokens
         shows[left_out] = False
         past = np.flatnonzero(shows)
         return (data, past) if len(past) >= _DRAFT_COST_EVIDENCE else None
@@ -393,7 +450,8 @@ class StepCostModel:
     def _folded(self, cache: _Moments) -> tuple[Floats, Floats]:
         """What `cache` lacks: the new samples (oldest first) and those they evicted since it was brought up to date
         (sample number at or after cache.at - window), with signed weights (a sample's recency weight is decay **
-        (samples after it); negative for an evicted one): (rows of (batch, kbar, kmax, step_s), weights)."""
+        (samples after it); negative for an evicted one): (rows of (batch, kbar, kmax, step_s, drafter share),
+        weights)."""
         new = self.samples - cache.at
         data = self._ring[(self._next - np.arange(new, 0, -1)) % len(self._ring)]
         after = np.arange(new - 1, -1, -1, dtype=np.float64)
@@ -427,7 +485,7 @@ class StepCostModel:
         rows[:, :, 0] = 1.0
         rows[:, :, 1] = np.maximum(0.0, data[:, 0] * (1.0 + c * data[:, 1]) - knee)
         rows[:, :, 2] = data[:, 2]
-        rows[:, :, 3] = data[:, 2] > 0
+        rows[:, :, 3] = data[:, 4]
         rows[:, :, 4] = data[:, 3]
         return rows
 
@@ -626,7 +684,7 @@ def refit_pools(models: Sequence[StepCostModel], turn: int) -> None:
             np.ones(len(data)),
             np.maximum(0.0, data[:, 0] * (1.0 + shape[:, 0] * data[:, 1]) - shape[:, 1]),
             data[:, 2],
-            data[:, 2] > 0,
+            data[:, 4],
             data[:, 3],
         ]
     )

@@ -356,7 +356,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
     finished_at_tick = 0
     # What an engine's counters say between two scrapes (controllers/step_evidence.py): steps, request-steps,
     # step time x batch, drafts.
-    interval = [0.0, 0.0, 0.0, 0.0]
+    interval = [0.0, 0.0, 0.0, 0.0, 0.0]
     on_interval = getattr(policy, "on_engine_interval", None)
     on_kv = getattr(policy, "on_kv", None)
     on_acceptance = getattr(policy, "on_engine_acceptance", None)
@@ -412,6 +412,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         interval[1] += b
         interval[2] += step * b
         interval[3] += sum(ks)
+        interval[4] += sum(1 for k in ks if k)
         still: list[_Req] = []
         for r, k in zip(running, ks, strict=True):
             profile = routes[r.route]
@@ -439,7 +440,7 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
         if now >= next_tick:
             if on_interval is not None:
                 on_interval(now, *interval)
-                interval = [0.0, 0.0, 0.0, 0.0]
+                interval = [0.0, 0.0, 0.0, 0.0, 0.0]
             if on_acceptance is not None:
                 on_acceptance(now, float(drafts), {j: float(n) for j, n in enumerate(per_pos)})
                 drafts, per_pos = 0, [0] * scenario.max_k
@@ -618,10 +619,16 @@ class Adaptive:
         self._kv = reading
 
     def on_engine_interval(
-        self, now: float, iterations: float, request_steps: float, itl_sum_s: float, draft_tokens: float
+        self,
+        now: float,
+        iterations: float,
+        request_steps: float,
+        itl_sum_s: float,
+        draft_tokens: float,
+        drafts: float,
     ) -> None:
         """The engine's step counters since the last scrape, as the gateway reads them from /metrics."""
-        self.ctl.observe_steps("sim", iterations, request_steps, itl_sum_s, draft_tokens, now)
+        self.ctl.observe_steps("sim", iterations, request_steps, itl_sum_s, draft_tokens, now, drafts)
 
 
 def _true_states(scenario: Scenario, now: float) -> list[RouteState]:

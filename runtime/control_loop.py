@@ -210,7 +210,13 @@ class ControlLoop:
     def engine_steps(self, pool: str, delta: StepDelta) -> None:
         """An endpoint's step counters since its last scrape: step-time evidence for the pool's cost model."""
         used = self.controller.observe_steps(
-            pool, delta.iterations, delta.request_steps, delta.itl_sum_s, delta.draft_tokens, time.monotonic()
+            pool,
+            delta.iterations,
+            delta.request_steps,
+            delta.itl_sum_s,
+            delta.draft_tokens,
+            time.monotonic(),
+            delta.drafts,
         )
         if used:
             self.metrics.engine_step_samples.labels(pool).inc()

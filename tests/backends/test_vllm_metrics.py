@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from specgate.backends.vllm_metrics import parse_vllm_metrics
 
@@ -77,14 +79,16 @@ def test_step_delta_and_restart() -> None:
 
     a = EngineSnapshot(draft_tokens=40, itl_sum=1.5, itl_count=120, iterations=40)
     b = EngineSnapshot(draft_tokens=240, itl_sum=3.5, itl_count=220, iterations=60)
-    assert step_delta(a, b) == StepDelta(20, 100, 2.0, 200)
+    assert step_delta(a, b) == StepDelta(20, 100, 2.0, 200, None)  # drafts not counted: unknown
+    counted = step_delta(replace(a, drafts=10), replace(b, drafts=60))
+    assert counted == StepDelta(20, 100, 2.0, 200, 50)  # request-steps that drafted
     assert step_delta(None, b) is None
     assert step_delta(b, a) is None  # counters went down: a restart, not an interval
     assert step_delta(EngineSnapshot(), b) is None  # an engine without these counters
     plain = step_delta(
         EngineSnapshot(itl_sum=0, itl_count=0, iterations=0), EngineSnapshot(itl_sum=1, itl_count=9, iterations=3)
     )
-    assert plain == StepDelta(3, 9, 1, 0)  # no speculation: no drafts
+    assert plain == StepDelta(3, 9, 1, 0, 0)  # no speculation: no drafts
 
 
 def test_kv_cache_size_and_preemptions() -> None:
