@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -73,9 +73,15 @@ class ControllerSettings:
     change_z: float = 4.0
     recent_half_life_s: float = 15.0
     decision_log_size: int = 500
-    # Until a route has this much evidence (verify steps at position 1), it explores at a higher share.
+    # Until a route has this much evidence (verify steps at position 1), it explores at a higher share:
+    # `cold_start_paying_share` where exploring could pay at its pool's load (`_exploration_pays`: optimism where a
+    # wrong guess costs little; measured in the simulator's low-load scenario: 25% left three quarters of a new route's
+    # first requests at k = 0 and made the p99), `cold_start_share` where it cannot. An explorer runs its explore k
+    # only up to a batch where exploring still pays (`RouteDecision.explore_until`): high-load went 1.018 -> 1.039
+    # when every request of its first two seconds explored at the top k for life.
     cold_start_steps: float = 200.0
     cold_start_share: float = 0.25
+    cold_start_paying_share: float = 1.0
     # Trials per draft position a route borrows from its pool's acceptance (the engines' own counters, all routes
     # together), so a new route starts where its pool is instead of at k = 0. 0 (the default): no loan; it measured
     # neutral in the simulator and is one suspect of the real-engine runs 12-14 (docs/controller.md).
@@ -249,8 +255,12 @@ class SpeculationController:
     _pool_acceptance: dict[str, AcceptanceEstimator] = field(init=False)
     _cost: dict[str, StepCostModel] = field(init=False)
     _explore: dict[str, int | None] = field(init=False)
+    # The batch up to which a route's explorers run its explore k (`_exploration_pays`; None: any).
+    _explore_until: dict[str, int | None] = field(init=False, default_factory=dict)
     # Routes whose exploration cannot pay at their pool's load (`_exploration_pays`): they explore at a rate.
     _futile: set[str] = field(init=False, default_factory=set)
+    # Routes whose exploration could pay at their pool's load of the last tick (`_exploration_pays`).
+    _pays: set[str] = field(init=False, default_factory=set)
     _static: dict[str, int] = field(init=False)
     _shares: dict[str, float] = field(init=False)
     # Each pool's routes, in route order (the routes and their pools are fixed for a controller's life).
@@ -772,54 +782,70 @@ class SpeculationController:
 
     def _refresh_explore(self) -> bool:
         changed = False
-        pays = self._exploration_pays()
+        found = self._exploration_pays()
+        self._pays = {name for name, (_, pays, _) in found.items() if pays}
+        self._futile = set(found) - self._pays
         for name, rt in self._routes.items():
             pinned = rt.admin_pin is not None or rt.spec.pin is not None
             top = self._k_max(rt.spec)
             off = self.kill_switch or pinned or not self.settings.adaptive or self.settings.explore_share <= 0
-            explore = None if off or rt.k >= top else pays.get(name, top)
-            if self._explore.get(name, -1) != explore:
+            explore: int | None
+            explore, _, until = found.get(name, (rt.k + 1, False, None))
+            if off or rt.k >= top:
+                explore, until = None, None
+            if self._explore.get(name, -1) != explore or self._explore_until.get(name) != until:
                 self._explore[name] = explore
+                self._explore_until[name] = until
                 changed = True
         return changed
 
-    def _exploration_pays(self) -> dict[str, int]:
-        """Per route below its top k, at its pool's load of the last tick: the largest k at which one of its requests
-        could raise the pool's goodput if the route's acceptance were at the upper end of its interval (every draft
-        accepted where nothing is known); one more than the route's k when none could. Past a knee an explorer's
-        drafts slow every request of the batch: where even that reading says they cannot pay, exploring at the top k
-        buys evidence no schedule could use now, while one more draft keeps the next position measured (a route must
-        still see its acceptance come back). Measured in the simulator: exploration was all of specgate's loss to
-        k = 0 under high load."""
-        out: dict[str, int] = {}
-        self._futile = set()
+    def _exploration_pays(self) -> dict[str, tuple[int, bool, int | None]]:
+        """Per route below its top k, at its pool's load of the last tick (1 before the first: nothing in flight
+        yet): the largest k at which one of its requests could raise the pool's goodput if the route's acceptance
+        were at the upper end of its interval (every draft accepted where nothing is known), True, and the largest
+        batch of 1, 2, 4 and 8 times that load at which it still could (the next tick looks again); one more than the
+        route's k, False and None when none could. Past a knee an explorer's drafts slow every request of the batch:
+        where even that reading says they cannot pay, exploring at the top k buys evidence no schedule could use now,
+        while one more draft keeps the next position measured (a route must still see its acceptance come back).
+        Measured in the simulator: exploration was all of specgate's loss to k = 0 under high load, and explorers that
+        kept the top k through a load ramp cost high-load 2% (1.018 -> 1.039)."""
+        out: dict[str, tuple[int, bool, int | None]] = {}
         for pool in self.pools:
-            batch = self._last_batch.get(pool.name)
+            batch = self._last_batch.get(pool.name, 1.0)
             members = self._members[pool.name]
-            if batch is None or not members:
+            if not members:
                 continue
             predict = self._cost[pool.name].predict
             kbar, kmax = self._pool_mix(pool.name, self.now)
             weights = [self._weight(rt, self.now) for rt in members]
-            total = sum(weights) or 1.0
+            if not sum(weights):  # nothing observed yet: every route counts alike (not a pool that makes no tokens)
+                weights = [1.0] * len(members)
+            total = sum(weights)
             rates = [self._proposal_rate(rt) for rt in members]
             lengths = [self._lengths(rt) for rt in members]
             tokens = sum(w * ls[min(rt.k, len(ls) - 1)] for w, ls, rt in zip(weights, lengths, members, strict=True))
             tokens /= total
-            now = tokens / predict(batch, kbar, kmax)
+
+            mix = (tokens, kbar, kmax)
             for rt, q, ls in zip(members, rates, lengths, strict=True):
                 top = self._k_max(rt.spec)
                 if rt.k >= top:
                     continue
                 best = self.estimator(rt.spec.name, pool.name).optimistic_lengths(top)
                 here = ls[min(rt.k, len(ls) - 1)]
-                out[rt.spec.name] = rt.k + 1
-                self._futile.add(rt.spec.name)
+                out[rt.spec.name] = (rt.k + 1, False, None)
                 for k in range(top, rt.k + 1, -1):
-                    more = (best[k] - here) / batch  # one request of the batch, per request
-                    if (tokens + more) / predict(batch, kbar + q * (k - rt.k) / batch, max(kmax, k)) > now:
-                        out[rt.spec.name] = k
-                        self._futile.discard(rt.spec.name)
+                    explorer = (k, rt.k, best[k] - here, q)
+                    if _explorer_pays(predict, mix, batch, explorer):
+                        until = next(
+                            (
+                                int(batch * 2**i)
+                                for i in range(3)
+                                if not _explorer_pays(predict, mix, batch * 2 ** (i + 1), explorer)
+                            ),
+                            int(batch * 8),
+                        )
+                        out[rt.spec.name] = (k, True, until)
                         break
         return out
 
@@ -827,7 +853,8 @@ class SpeculationController:
         rt = self._routes[name]
         cold = self.estimator(name, rt.spec.pool).evidence(1) < self.settings.cold_start_steps
         if cold:
-            return max(self.settings.explore_share, self.settings.cold_start_share)
+            paying = self.settings.cold_start_paying_share if name in self._pays else 0.0
+            return max(self.settings.explore_share, self.settings.cold_start_share, paying)
         share, half_life = self.settings.explore_share, self.settings.half_life_s
         if self.settings.explore_futile_requests > 0 and half_life and name in self._futile:
             futile = self.settings.explore_futile_requests / half_life  # requests a second
@@ -851,6 +878,7 @@ class SpeculationController:
                 self._explore.get(name),
                 self.explore_share(name),
                 rt.schedule if self.settings.adaptive else None,
+                self._explore_until.get(name),
             )
             for name, rt in self._routes.items()
         }
@@ -929,3 +957,20 @@ class SpeculationController:
                 "inputs": dict(last.inputs),
             },
         }
+
+
+def _explorer_pays(
+    predict: Callable[[float, float, float], float],
+    mix: tuple[float, float, float],
+    batch: float,
+    explorer: tuple[int, int, float, float],
+) -> bool:
+    """Whether one request at k instead of the route's k raises a pool's goodput at `batch`: `mix` = (tokens per
+    request per step, mean drafts, largest k) of the pool now, `explorer` = (k, the route's k, tokens a step it
+    gains, the route's proposal rate)."""
+    tokens, kbar, kmax = mix
+    k, at, gained, q = explorer
+    more = gained / batch  # one request of the batch, per request
+    return (tokens + more) / predict(batch, kbar + q * (k - at) / batch, max(kmax, k)) > tokens / predict(
+        batch, kbar, kmax
+    )

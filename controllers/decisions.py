@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from specgate.controllers.k_schedule import Schedule, k_at
+from specgate.controllers.k_schedule import Schedule, compress, k_at
 
 __all__ = ["DecisionTable", "KBounds", "RouteDecision", "static_table"]
 
@@ -34,10 +34,29 @@ class RouteDecision:
     # k by the engine's batch size, ((1, k1), (b2, k2), ...): k from each listed size up to the next. None: the
     # controller does not adapt (static mode); `k` holds for every batch size.
     schedule: Schedule | None = None
+    # An explorer runs explore_k up to this batch size and the route's schedule past it (where exploring was not
+    # found to pay: its drafts slow every request of a batch, and a load ramp can take it there within its life).
+    # None: at any batch size.
+    explore_until: int | None = None
 
     def k_at(self, batch: int) -> int:
         """The k for a request that joins a batch of `batch` requests: the schedule's, else `k`."""
         return self.k if self.schedule is None else k_at(self.schedule, batch)
+
+    def explore_k_at(self, batch: int) -> int:
+        """An exploring request's k at a batch of `batch` requests (explore_k must be set)."""
+        assert self.explore_k is not None
+        return self.explore_k if self.explore_until is None or batch <= self.explore_until else self.k_at(batch)
+
+    def explorer_schedule(self) -> Schedule:
+        """`explore_k_at` as a schedule, for engines that apply one per step (explore_k must be set)."""
+        assert self.explore_k is not None
+        if self.explore_until is None:
+            return ((1, self.explore_k),)
+        above = self.explore_until + 1
+        route = self.schedule if self.schedule is not None else ((1, self.k),)
+        later = [(lo, k) for lo, k in route if lo > above]
+        return compress([(1, self.explore_k), (above, self.k_at(above)), *later])
 
 
 @dataclass(frozen=True, slots=True)

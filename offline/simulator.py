@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 from specgate.controllers.controller import ControllerSettings, PoolSpec, RouteSpec, SpeculationController
 from specgate.controllers.cost_model import DRAFT_COSTS, KNEES, PRIORS
+from specgate.controllers.k_schedule import Schedule, k_at
 from specgate.controllers.kv_pressure import KvReading
 from specgate.controllers.observations import Observation, SpecStats
 from specgate.controllers.policy import RouteState, optimise
@@ -255,9 +256,11 @@ class _Req:
     tokens: int = 0
     first_at: float | None = None
     hist: list[int] = field(default_factory=list)
-    # Per-step mode: a request whose k was fixed at dispatch (exploration), and histograms by the k each step
+    # Per-step mode: a request whose k was fixed at dispatch, one that carries a schedule of its own from dispatch
+    # (an explorer: the gateway sends it then, and table changes do not reach it), and histograms by the k each step
     # drafted at.
     pinned: bool = False
+    schedule: Schedule | None = None
     by_k: dict[int, list[int]] = field(default_factory=dict)
     drafted: int = 0
     # The request's own uniform draws, one per token of its output: the draft for token i is accepted when draw i is
@@ -383,8 +386,10 @@ def run(scenario: Scenario, policy: Policy, tick_s: float = 2.0) -> SimResult:
             arrived, route, target, number = waiting.popleft()
             k = min(scenario.max_k, max(0, policy.k_for(route, now, len(running), coin)))
             pinned = bool(getattr(policy, "pinned", False))
+            own = getattr(policy, "own_schedule", None)
             draws = random.Random(f"{scenario.seed}:{number}")
             req = _Req(route, arrived, now, target, k, len(running), hist=[0] * (k + 1), pinned=pinned, draws=draws)
+            req.schedule = own
             running.append(req)
         if not running:
             now = arrivals[0][0] if arrivals else _next_phase(scenario, now)
@@ -491,7 +496,12 @@ def _step_ks(policy: Policy, running: Sequence[_Req], now: float, batch: int, ma
     step_k = policy.step_k  # type: ignore[attr-defined]  # per-step policies implement PerStep
     out = []
     for r in running:
-        k = None if r.pinned else step_k(r.route, now, batch)
+        if r.pinned:
+            k = None
+        elif r.schedule is not None:
+            k = k_at(r.schedule, batch)
+        else:
+            k = step_k(r.route, now, batch)
         out.append(r.k if k is None else min(max_k, max(0, k)))
     return out
 
@@ -600,7 +610,7 @@ class Adaptive:
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
         d = self.ctl.table().routes[route]
         if d.explore_k is not None and rng.random() < d.explore_share:
-            return d.explore_k
+            return d.explore_k_at(batch + 1)
         return d.k_at(batch + 1)
 
     def on_finish(self, obs: Observation, now: float) -> None:
@@ -665,11 +675,14 @@ class Oracle:
 class AdaptiveSchedule(Adaptive):
     """specgate as the gateway runs it on pools with the scheduler plugin: each route's schedule k_r(B) from the
     controller's decision table (recomputed every tick, behind the schedule's hysteresis and dwell), applied at
-    every engine step at the live batch size. An exploration request keeps its explore k for its whole life."""
+    every engine step at the live batch size. An exploration request runs its route's explore k up to the batch size
+    the controller found exploring to pay at, its schedule past it (`RouteDecision.explore_k_at`)."""
 
     name: str = "specgate"
     mode: ClassVar[str] = "per-step"
     pinned: bool = False
+    # The schedule the last request `k_for` admitted carries for its life (an explorer's), or None.
+    own_schedule: Schedule | None = None
     # How exploration is spread (an experiment, not what the gateway does): "request" (the gateway's: a share of
     # requests keep the explore k for life), "step" (every request draws at every step), "shared-step" (one draw per
     # engine step for all its requests: the drafter runs at the explore k on that share of steps only).
@@ -680,9 +693,10 @@ class AdaptiveSchedule(Adaptive):
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:
         d = self.ctl.table().routes[route]
-        self.pinned = self.explore == "request" and d.explore_k is not None and rng.random() < d.explore_share
-        if self.pinned and d.explore_k is not None:
-            return d.explore_k
+        self.own_schedule = None
+        if self.explore == "request" and d.explore_k is not None and rng.random() < d.explore_share:
+            self.own_schedule = d.explorer_schedule()
+            return d.explore_k_at(max(1, batch + 1))
         return self.step_k(route, now, max(1, batch + 1))
 
     def step_k(self, route: str, now: float, batch: int) -> int:

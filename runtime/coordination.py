@@ -84,6 +84,7 @@ def encode_table(table: DecisionTable, leader: str) -> bytes:
                     "explore_k": d.explore_k,
                     "explore_share": d.explore_share,
                     "schedule": None if d.schedule is None else encode(d.schedule),
+                    "explore_until": d.explore_until,
                 }
                 for name, d in table.routes.items()
             },
@@ -102,6 +103,16 @@ def _schedule(raw: object) -> tuple[tuple[int, int], ...] | None:
     return points
 
 
+def _explore_until(raw: object) -> int | None:
+    """The batch up to which explorers run the explore k; None when absent (a table written before it: any batch).
+    Anything but a positive integer refuses the table, like any other bad field."""
+    if raw is None:
+        return None
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < 1:
+        raise ValueError("explore_until")
+    return raw
+
+
 def decode_table(raw: bytes) -> DecisionTable | None:
     try:
         data = orjson.loads(raw)
@@ -112,6 +123,7 @@ def decode_table(raw: bytes) -> DecisionTable | None:
                 d.get("explore_k"),
                 float(d.get("explore_share", 0)),
                 _schedule(d.get("schedule")),
+                _explore_until(d.get("explore_until")),
             )
             for name, d in data["routes"].items()
         }

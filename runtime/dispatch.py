@@ -148,8 +148,9 @@ class Dispatcher:
     def plan(self, req: ParsedRequest, headers: Mapping[str, str], tenant: str | None = None) -> Plan:
         """Route, pool and k. k comes from the route's schedule: pools with the scheduler plugin get the whole
         schedule and apply it at every engine step from their live batch; for the others (and to choose among pool
-        tiers) the schedule is read at the batch the request joins now. A client's own k (when allowed) and an
-        exploration request take one fixed k for the request's life."""
+        tiers) the schedule is read at the batch the request joins now. A client's own k (when allowed) takes one
+        fixed k for the request's life; an exploration request takes its route's explore k up to the batch where
+        exploring was found to pay and the route's schedule past it (`RouteDecision.explorer_schedule`)."""
         route = req.route = self.choose_route(req, headers, tenant)
         pools = self.candidate_pools(req.model, route)
         asked_k = client_k(req.body)
@@ -162,7 +163,11 @@ class Dispatcher:
             if decision is None:
                 desired = self.table.fallback_k
             elif decision.explore_k is not None and self._random() < decision.explore_share:
-                desired, explored = decision.explore_k, True
+                # The explore k up to the batch where exploring was found to pay, the route's schedule past it: per
+                # step where the plugin applies the schedule, at the joining batch for the request's life elsewhere.
+                desired, explored = decision.explore_k_at(joining_batch(pools)), True
+                own = decision.explorer_schedule()
+                schedule = own if len(own) > 1 else None
             else:
                 desired = decision.k_at(joining_batch(pools))
                 # A constant schedule (a pin, the kill switch, stale inputs) is a fixed cap: sent as one, so the

@@ -67,6 +67,7 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
         max_step=c.max_step,
         explore_share=c.explore_share,
         explore_futile_requests=c.explore_futile_requests,
+        cold_start_paying_share=c.cold_start_paying_share,
         stale_after_s=c.stale_after_s,
         safe_k=c.safe_k,
         decision_log_size=c.decision_log_size,

@@ -487,6 +487,9 @@ class ControllerConfig(_Strict):
     # Where no k above a route's could pay even at the top of its acceptance interval, it explores at most this many
     # requests per `half_life_s` (0: `explore_share` alone).
     explore_futile_requests: Annotated[float, Field(ge=0, le=100_000)] = 3.0
+    # A route without evidence yet explores this share of its requests where exploring could pay at its pool's load
+    # (25% elsewhere).
+    cold_start_paying_share: Annotated[float, Field(ge=0, le=1)] = 1.0
     stale_after_s: Annotated[float, Field(gt=0)] = 60.0
     safe_k: Annotated[int, Field(ge=0, le=16)] = 0
     # Step-time prior per engine kind until the online fit takes over.

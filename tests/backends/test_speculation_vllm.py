@@ -322,5 +322,9 @@ def test_step_counters_give_the_batch_drafts_and_step_time_the_engine_ran(engine
     if min(running) >= 2:
         assert batch > 1.0, f"counters say {batch:.3f} per step while the engine ran {running} at the ends"
     assert 0 < delta.draft_tokens <= 2 * delta.request_steps
+    # spec_decode_num_drafts counts request-steps that drafted (the cost model's share of steps the drafter ran in
+    # rests on it): at most one per request-step, at most k = 2 draft tokens each. Same-scrape skew: a step's worth.
+    assert delta.drafts is not None and 0 < delta.drafts <= delta.request_steps + 6
+    assert delta.draft_tokens <= 2 * delta.drafts + 12
     step_s = delta.itl_sum_s / delta.request_steps
     assert 0.0 < step_s < elapsed

@@ -1,6 +1,11 @@
 from __future__ import annotations
 
-from specgate.controllers.decisions import static_table
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+from specgate.controllers.decisions import RouteDecision, static_table
+from specgate.controllers.k_schedule import k_at
 from specgate.runtime.settings import route_bounds
 
 from specgate.config import RoutingConfig
@@ -24,3 +29,30 @@ def test_static_table_pins_bounds_and_default() -> None:
     assert table.k_for("other") == 4
     assert table.k_for("unknown") == 4
     assert table.routes["chat"].reason == "pinned in config"
+
+
+def test_an_explorers_schedule_is_the_explore_k_up_to_its_bound_and_the_routes_past_it() -> None:
+    d = RouteDecision(1, "goodput", 4, 1.0, ((1, 3), (16, 1), (64, 0)), explore_until=8)
+    assert [d.explore_k_at(b) for b in (1, 8, 9, 16, 63, 64)] == [4, 4, 3, 1, 1, 0]
+    assert d.explorer_schedule() == ((1, 4), (9, 3), (16, 1), (64, 0))
+    assert all(k_at(d.explorer_schedule(), b) == d.explore_k_at(b) for b in range(1, 200))
+    unbounded = RouteDecision(0, "off", 1, 0.01, ((1, 0),))
+    assert unbounded.explorer_schedule() == ((1, 1),) and unbounded.explore_k_at(500) == 1
+    static = RouteDecision(2, "static", 3, 0.5, None, explore_until=4)
+    assert static.explorer_schedule() == ((1, 3), (5, 2))
+
+
+@given(
+    st.lists(st.tuples(st.integers(2, 300), st.integers(0, 7)), max_size=6),
+    st.integers(0, 7),
+    st.integers(0, 8),
+    st.integers(1, 300),
+)
+def test_an_explorers_schedule_agrees_with_its_k_at_every_batch(
+    points: list[tuple[int, int]], first: int, explore: int, until: int
+) -> None:
+    schedule = tuple(sorted({lo: k for lo, k in [(1, first), *points]}.items()))
+    d = RouteDecision(first, "x", explore, 1.0, schedule, explore_until=until)
+    own = d.explorer_schedule()
+    assert own[0][0] == 1 and all(a[0] < b[0] for a, b in itertools.pairwise(own))
+    assert all(k_at(own, b) == d.explore_k_at(b) for b in range(1, 320))

@@ -230,14 +230,21 @@ def test_a_small_kv_cache_preempts_and_preemption_costs_time() -> None:
 
 def test_the_kv_rule_acts_in_the_simulator_only_when_turned_on() -> None:
     """Short contexts in a small cache: the running requests' drafts are a real share of it, so the opt-in rule
-    caps k (and the decision log says so); the controller as shipped ignores the cache."""
+    caps k (the route's status says so, and k never passes the cap: the cap holds it down, or the decision log says
+    it took it down); the controller as shipped ignores the cache and drafts past that cap."""
     tight = _kv_scenario(640, prompt=24, output=48)
     on = AdaptiveSchedule(tight, ControllerSettings(kv_cap=True))
-    run(tight, on)
-    assert any(rec.reason.startswith("schedule: KV pressure") for rec in on.ctl.log)
+    capped = run(tight, on)
+    cap = on.ctl.route_status("r")["kv_cap"]
+    assert cap is not None and str(on.ctl.route_status("r")["kv_reason"]).count("preemption")
+    lowered = [rec for rec in on.ctl.log if rec.reason.startswith("schedule: KV pressure")]
+    assert all(rec.new_k <= cap for rec in lowered)
+    assert max(ks["r"] for _, ks in capped.k_trace[len(capped.k_trace) // 2 :]) <= cap
     shipped = make_policy("specgate", tight)
-    run(tight, shipped)
+    free = run(tight, shipped)
     assert not any("KV pressure" in rec.reason for rec in shipped.ctl.log)  # type: ignore[attr-defined]  # AdaptiveSchedule
+    assert shipped.ctl.route_status("r")["kv_cap"] is None  # type: ignore[attr-defined]  # AdaptiveSchedule
+    assert max(ks["r"] for _, ks in free.k_trace) > cap
 
 
 def test_closed_loop_users_keep_their_number_in_flight() -> None:
@@ -282,3 +289,31 @@ def test_the_cli_offers_every_step_profile_and_no_other() -> None:
     from specgate.gateway.cli import ENGINE_PROFILES
 
     assert sorted(ENGINE_PROFILES) == sorted(STEP_PROFILES)
+
+
+def test_an_explorer_carries_the_schedule_it_was_dispatched_with() -> None:
+    """As the gateway sends it: an exploring request runs its route's explore k up to the batch where exploring was
+    found to pay and the route's schedule past it, as the table stood at its dispatch (a later table does not reach
+    a request in flight). The first requests of a fresh controller explore at the top k up to a small batch."""
+    from specgate.controllers.k_schedule import k_at
+    from specgate.offline.simulator import _Req, _step_ks
+
+    scenario = small("high-load")
+    policy = AdaptiveSchedule(scenario)
+    d = policy.ctl.table().routes["code"]
+    always = random.Random(0)
+    always.random = lambda: 0.0  # type: ignore[method-assign]  # every request explores
+    k = policy.k_for("code", 0.0, 0, always)
+    own = policy.own_schedule
+    assert own == d.explorer_schedule() and own is not None and d.explore_until is not None
+    assert k == d.explore_k == scenario.max_k
+    req = _Req("code", 0.0, 0.0, 100, k, 1, hist=[0] * (k + 1), schedule=own)
+    policy.on_tick(2.0, 200.0)  # a new table, busy: exploring no longer pays
+    assert policy.ctl.table().routes["code"].explore_until != d.explore_until
+    for batch in (1, d.explore_until, d.explore_until + 1, 200):
+        assert _step_ks(policy, [req], 2.0, batch, scenario.max_k) == [k_at(own, batch)]
+    assert _step_ks(policy, [req], 2.0, 200, scenario.max_k) == [d.k_at(200)]
+    plain = random.Random(0)
+    plain.random = lambda: 0.99  # type: ignore[method-assign]  # no request explores
+    policy.k_for("code", 2.0, 0, plain)
+    assert policy.own_schedule is None

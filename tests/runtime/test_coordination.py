@@ -45,6 +45,19 @@ def test_observation_and_table_round_trip() -> None:
         raw = orjson.loads(encode_table(scheduled, "me"))
         raw["routes"]["code"]["schedule"] = bad
         assert decode_table(orjson.dumps(raw)) is None
+    # Where explorers stop exploring crosses too; a table written before it had none (any batch).
+    bounded = DecisionTable(
+        9, MappingProxyType({"code": RouteDecision(1, "goodput", 4, 1.0, ((1, 1), (64, 0)), explore_until=16)})
+    )
+    assert decode_table(encode_table(bounded, "me")) == bounded
+    raw = orjson.loads(encode_table(bounded, "me"))
+    del raw["routes"]["code"]["explore_until"]
+    assert decode_table(orjson.dumps(raw)) == DecisionTable(
+        9, MappingProxyType({"code": RouteDecision(1, "goodput", 4, 1.0, ((1, 1), (64, 0)))})
+    )
+    for wrong in (0, -3, "16", 1.5, True):
+        raw["routes"]["code"]["explore_until"] = wrong
+        assert decode_table(orjson.dumps(raw)) is None
 
 
 def test_keys_of_another_version_are_dropped_and_garbage_is_skipped() -> None:

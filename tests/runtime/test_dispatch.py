@@ -101,6 +101,25 @@ def test_client_k_and_exploration_fix_k_for_the_request() -> None:
     assert plan.explored and plan.schedule is None and req.body["vllm_xargs"] == {"num_speculative_tokens": 4}
 
 
+def test_an_explorer_explores_only_up_to_where_exploring_pays() -> None:
+    """Route k by SCHEDULE (4 at batch 1-3, 2 at 4-7, 0 from 8), explore k 4 up to batch 5: a plugin pool gets
+    the explorer's own schedule (4 to 5, the route's past it), and the k the request starts with (what a pool without
+    the plugin, or a choice among tiers, goes by) is that schedule's at the joining batch."""
+    explorer = dispatcher(pool("p", 4, plugin=True), explore=1.0)
+    explorer.table = DecisionTable(
+        6, MappingProxyType({"default": RouteDecision(2, "test", 4, 1.0, SCHEDULE, explore_until=5)})
+    )
+    req = request()
+    plan = explorer.plan(req, {})
+    assert plan.explored and plan.schedule == "1:4,6:2,8:0"
+    assert req.body["vllm_xargs"]["specgate_k_schedule"] == "1:4,6:2,8:0"
+    busy(explorer, "p", 2)  # joins a batch of 3: explores
+    assert explorer.plan(request(), {}).k == 4
+    busy(explorer, "p", 6)  # joins a batch of 7: past where exploring pays, the route's k there
+    late = explorer.plan(request(), {})
+    assert late.k == 2 and late.schedule == "1:4,6:2,8:0"
+
+
 def test_static_table_sends_a_fixed_cap() -> None:
     d = dispatcher(pool("p", 4, plugin=True))
     d.table = DecisionTable(2, MappingProxyType({"default": RouteDecision(3, "static")}))

@@ -67,6 +67,7 @@ def test_every_controller_setting_in_the_config_reaches_the_controller() -> None
         "change_z": 0.0,
         "recent_half_life_s": 9.0,
         "explore_futile_requests": 5.0,
+        "cold_start_paying_share": 0.5,
     }
     settings = build_controller(validate_config({"pools": [pool], "controller": changed})).settings
     for key, value in changed.items():
