@@ -486,7 +486,7 @@ class ControllerConfig(_Strict):
     explore_share: Annotated[float, Field(ge=0, le=0.5)] = 0.03
     # Where no k above a route's could pay even at the top of its acceptance interval, it explores at most this many
     # requests per `half_life_s` (0: `explore_share` alone).
-    explore_futile_requests: Annotated[float, Field(ge=0, le=100_000)] = 3.0
+    explore_futile_requests: Annotated[float, Field(ge=0, le=100_000)] = 1.0
     # A route without evidence yet explores this share of its requests where exploring could pay at its pool's load
     # (25% elsewhere).
     cold_start_paying_share: Annotated[float, Field(ge=0, le=1)] = 1.0
