@@ -297,7 +297,7 @@ class StepCostModel:
             self._searched_at = self.samples
         moments = self._moments(at)
         if len(at) == 1:  # a refit: the shape stays
-            self._adopt(*self._chosen(at, dict(zip(at, self._solve(moments), strict=True))))
+            self._adopt(at[0], self._solve(moments)[0])
             return
         # A search chooses the shape without the outliers; the coefficients of the one chosen are then fitted to the
         # whole window, as every refit between searches does.
@@ -334,10 +334,10 @@ class StepCostModel:
         return np.sort(worst[miss[worst] > limit])
 
     def _chosen(
-        self, at: Sequence[int], fits: dict[int, tuple[Floats, float] | None], window: _Window | None = None
+        self, at: Sequence[int], fits: dict[int, tuple[Floats, float] | None], window: _Window
     ) -> tuple[int, tuple[Floats, float] | None]:
-        """The shape to keep of those fitted (`at`, the prior's first; `window`: the samples they were fitted to,
-        without which the shape stays). A shape replaces the one kept only if it is clearly better, on more than a few
+        """The shape to keep of those fitted (`at`, the prior's first; `window`: the samples they were fitted to). A
+        shape replaces the one kept only if it is clearly better, on more than a few
         samples (`_broadly_better`): noise alone must not move it. The knee is chosen first at the prior's draft cost,
         then the draft cost at that knee, then the best shape of all may still win: c is only seen where drafts vary
         past the knee, and under a steady load with few drafts every c fits about equally (measured in the simulator's
@@ -356,7 +356,7 @@ class StepCostModel:
         margin = 1 - self._shape_margin
         for admits in stages:
             lowest = min((n for n in rest if admits(n)), key=errors.__getitem__, default=best)
-            if errors[lowest] >= errors[best] * margin or window is None:
+            if errors[lowest] >= errors[best] * margin:
                 continue
             if self._broadly_better(lowest, best, fits, window) and self._c_shown(lowest, best, fits, window.drafting):
                 best = lowest
@@ -366,9 +366,9 @@ class StepCostModel:
         self, new: int, old: int, fits: dict[int, tuple[Floats, float] | None], window: _Window
     ) -> bool:
         """Whether shape `new` still beats `old` by the margin once the `_BROAD_FEW` samples it gains most on are left
-        out. Measured in the simulator's bursts scenario: 3 s into
-        a load step, two samples past the knee (one averaged over the ramp) made a knee of 32 fit 18% better than the
-        true 64, and the controller drafted k = 1 at batch 256 for ten seconds."""
+        out. Measured in the simulator's bursts scenario: 3 s into a load step, two samples past the knee (one averaged
+        over the ramp) made a knee of 32 fit 18% better than the true 64, and the controller drafted k = 1 at batch
+        256 for ten seconds."""
         new_fit, old_fit = fits.get(new), fits.get(old)
         if new_fit is None or old_fit is None:
             return False
@@ -377,11 +377,10 @@ class StepCostModel:
         w = self._weights_at(window.judged, data[:, 3])
         new_sq = w * (rows[0, :, :4] @ new_fit[0] - data[:, 3]) ** 2
         old_sq = w * (rows[1, :, :4] @ old_fit[0] - data[:, 3]) ** 2
-        few = _BROAD_FEW
-        if len(data) <= few:
+        if len(data) <= _BROAD_FEW:
             return False
         gain = old_sq - new_sq
-        rest = np.argpartition(gain, len(gain) - few)[: len(gain) - few]
+        rest = np.argpartition(gain, len(gain) - _BROAD_FEW)[: len(gain) - _BROAD_FEW]
         return bool(new_sq[rest].sum() < old_sq[rest].sum() * (1 - self._shape_margin) ** 2)
 
     def _drafting_samples(

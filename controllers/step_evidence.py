@@ -46,6 +46,6 @@ def interval_sample(
     kmax = max(0.0, kmax)
     step_s = itl_sum_s / request_steps
     if drafts is None or kmax > 0 or drafts <= 0 or draft_tokens <= 0:
-        return StepSample(batch, kbar, kmax, step_s, None if drafts is None or kmax > 0 else 0.0)
+        return StepSample(batch, kbar, kmax, step_s)
     share = min(1.0, drafts / iterations)
     return StepSample(batch, kbar, share * draft_tokens / drafts, step_s, share)
