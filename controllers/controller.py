@@ -161,8 +161,25 @@ def _bounded(old: Schedule, new: Schedule, max_step: int) -> Schedule:
 def _drafts_less(pairs: Sequence[tuple[Schedule, Schedule]]) -> bool:
     """Each `(old, new)` pair's `new` never drafts more than its `old` at any batch size of the grid, and one
     drafts fewer somewhere."""
-    ks = [(o, n) for old, new in pairs for o, n in zip(on_grid(old, BATCH_GRID), on_grid(new, BATCH_GRID), strict=True)]
-    return all(n <= o for o, n in ks) and any(n < o for o, n in ks)
+    fewer = False
+    for old, new in pairs:
+        if old == new:
+            continue
+        for o, n in zip(on_grid(old, BATCH_GRID), on_grid(new, BATCH_GRID), strict=True):
+            if n > o:
+                return False
+            fewer = fewer or n < o
+    return fewer
+
+
+def _mix(weights: Sequence[float], rates: Sequence[float], ks: Sequence[int]) -> tuple[float, float]:
+    """(mean drafts per step, largest k) of routes with these batch shares (weights), proposal rates and ks; routes
+    without weight take no part. (0, 0) when none has weight."""
+    total = sum(w for w in weights if w > 0)
+    if not total:
+        return 0.0, 0.0
+    drafted = sum(w * k * q for w, q, k in zip(weights, rates, ks, strict=True) if w > 0)
+    return drafted / total, float(max(k for w, k in zip(weights, ks, strict=True) if w > 0))
 
 
 def _capped(schedule: Schedule, cap: int) -> Schedule:
@@ -441,12 +458,13 @@ class SpeculationController:
         return rt.weight * self._decay(rt, now)
 
     def _pool_mix(self, pool: str, now: float) -> tuple[float, float]:
-        weighted = [(w, rt) for rt in self._members.get(pool, ()) if (w := self._weight(rt, now)) > 0]
-        total = sum(w for w, _ in weighted)
-        if not total:
-            return 0.0, 0.0
-        drafted = sum(w * rt.k * self._proposal_rate(rt) for w, rt in weighted)
-        return drafted / total, float(max(rt.k for _, rt in weighted))
+        members = self._members.get(pool, ())
+        weights = [self._weight(rt, now) for rt in members]
+        return _mix(
+            weights,
+            [self._proposal_rate(rt) if w > 0 else 0.0 for w, rt in zip(weights, members, strict=True)],
+            [rt.k for rt in members],
+        )
 
     def _proposal_rate(self, rt: _RouteRuntime) -> float:
         if not self.settings.proposal_rate:
@@ -591,7 +609,7 @@ class SpeculationController:
         self.version += 1
         for rec in changes:
             self.log.append(replace(rec, version=self.version))
-        return self.table()
+        return self.table(shares)
 
     def _lengths(self, rt: _RouteRuntime) -> tuple[float, ...]:
         # Asked twice per route each tick (solving, then the lookup at the current load): computed once per tick.
@@ -818,12 +836,12 @@ class SpeculationController:
             if not members:
                 continue
             predict = self._cost[pool.name].predict
-            kbar, kmax = self._pool_mix(pool.name, self.now)
             weights = [self._weight(rt, self.now) for rt in members]
+            rates = [self._proposal_rate(rt) for rt in members]
+            kbar, kmax = _mix(weights, rates, [rt.k for rt in members])
             if not sum(weights):  # nothing observed yet: every route counts alike (not a pool that makes no tokens)
                 weights = [1.0] * len(members)
             total = sum(weights)
-            rates = [self._proposal_rate(rt) for rt in members]
             lengths = [self._lengths(rt) for rt in members]
             tokens = sum(w * ls[min(rt.k, len(ls) - 1)] for w, ls, rt in zip(weights, lengths, members, strict=True))
             tokens /= total
@@ -872,13 +890,14 @@ class SpeculationController:
         half_life = self.settings.half_life_s
         return rt.requests * self._decay(rt, self.now) * math.log(2) / half_life if half_life else 0.0
 
-    def table(self) -> DecisionTable:
+    def table(self, shares: Mapping[str, float] | None = None) -> DecisionTable:
+        """The decisions in force. `shares`: each route's explore share, where the caller has just computed them."""
         routes = {
             name: RouteDecision(
                 rt.k,
                 rt.reason,
                 self._explore.get(name),
-                self.explore_share(name),
+                self.explore_share(name) if shares is None else shares[name],
                 rt.schedule if self.settings.adaptive else None,
                 self._explore_until.get(name),
             )

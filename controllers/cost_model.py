@@ -307,7 +307,9 @@ class StepCostModel:
         if len(left_out):
             weights = self._weights_at(left_out, data[left_out, 3])
             judged = moments - self._weighted_moments(data[left_out], weights, at)
-        window = _Window(data, np.setdiff1d(np.arange(len(data)), left_out), self._drafting_samples(data, left_out))
+        judged_rows = np.ones(len(data), dtype=bool)
+        judged_rows[left_out] = False
+        window = _Window(data, np.flatnonzero(judged_rows), self._drafting_samples(data, left_out))
         row, fit = self._chosen(at, dict(zip(at, self._solve(judged), strict=True)), window)
         if judged is not moments:
             fit = self._solve(moments[at.index(row) : at.index(row) + 1])[0]

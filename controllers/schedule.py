@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -178,6 +179,12 @@ def _cells(
     return _Best(out_ks, out_v, out_g)
 
 
+@lru_cache(maxsize=8192)
+def _compressed(sizes: tuple[int, ...], ks: tuple[int, ...]) -> Schedule:
+    """A route's ks on the grid as its schedule. Cached: a route's answer seldom changes from one tick to the next."""
+    return compress(list(zip(sizes, ks, strict=True)))
+
+
 def _padded(starts: Sequence[tuple[int, ...]], width: int) -> npt.NDArray[np.int64]:
     return np.array([start + (0,) * (width - len(start)) for start in starts], dtype=np.int64).reshape(-1, width)
 
@@ -251,11 +258,12 @@ def plan_schedules(
         before = score(pools, group, batch, _padded([row for rows in held.values() for row in rows], pools.width), step)
     out: list[tuple[Mapping[str, Schedule], Gain | None]] = []
     place = {i: n for n, i in enumerate(held)}
+    grid_key = tuple(sizes)
     for i, pr in enumerate(problems):
         if not pr.routes:
             out.append(({}, None))
             continue
-        fresh = {r.name: compress(list(zip(sizes, chosen[i][n], strict=True))) for n, r in enumerate(pr.routes)}
+        fresh = {r.name: _compressed(grid_key, tuple(chosen[i][n])) for n, r in enumerate(pr.routes)}
         gain = None
         if before is not None and i in place:
             span = slice(place[i] * g, (place[i] + 1) * g)
