@@ -172,6 +172,10 @@ def _drafts_less(pairs: Sequence[tuple[Schedule, Schedule]]) -> bool:
     return fewer
 
 
+# Load within this factor of the last tick's holds steady (`_load_holds`).
+_STEADY_LOAD = 1.25
+
+
 def _mix(weights: Sequence[float], rates: Sequence[float], ks: Sequence[int]) -> tuple[float, float]:
     """(mean drafts per step, largest k) of routes with these batch shares (weights), proposal rates and ks; routes
     without weight take no part. (0, 0) when none has weight."""
@@ -316,6 +320,8 @@ class SpeculationController:
         self._cost = {p.name: StepCostModel(p.prior, method=p.method, drafter_per_k=p.draft_cost) for p in self.pools}
         self._last_batch: dict[str, float] = {}
         self._engine_steps_at: dict[str, float] = {}
+        # Per pool, its step-time model's `reshapes` when its schedules last moved.
+        self._reshapes_seen: dict[str, int] = {}
         self._explore = {}
         self.log = deque(maxlen=self.settings.decision_log_size)
         self._refresh_explore()
@@ -496,7 +502,7 @@ class SpeculationController:
             if self.settings.kv_cap:
                 kv, was = self._kv[name], old._kv[name]
                 kv.cap, kv.reason, kv._calm_since = was.cap, was.reason, was._calm_since
-            for table in ("_last_batch", "_engine_steps_at"):
+            for table in ("_last_batch", "_engine_steps_at", "_reshapes_seen"):
                 if name in getattr(old, table):
                     getattr(self, table)[name] = getattr(old, table)[name]
         for (route, pool), est in old._estimators.items():
@@ -623,6 +629,14 @@ class SpeculationController:
             cache[rt.spec.name] = out
         return out
 
+    def _load_holds(self, pool: str, batch: float | None) -> bool:
+        """Whether the pool's load now is within `_STEADY_LOAD` of the last tick's."""
+        before = self._last_batch.get(pool)
+        if before is None or batch is None:
+            return False
+        now = max(1.0, float(round(batch)))
+        return max(now, before) <= _STEADY_LOAD * min(now, before)
+
     def _overridden(self, rt: _RouteRuntime) -> tuple[int, str] | None:
         """The k the kill switch or a pin imposes, with why; None when neither acts."""
         if self.kill_switch:
@@ -741,7 +755,16 @@ class SpeculationController:
                 # simulator's low-load scenario the chat route's first requests came back after the code route had
                 # moved, and it waited out that dwell at k = 0; those requests were the run's p99).
                 first = sorted(rt.spec.name for rt in free if not rt.moved and bounded[rt.spec.name] != rt.schedule)
-                if dwelling and not first:
+                # Nor does the dwell hold schedules drawn on a step-time shape the pool's model has since left, once
+                # the load holds: a search moves the shape only on evidence past its own margins
+                # (controllers/cost_model.py), not on noise, but while the load steps its intervals average the ramp
+                # and a shape found then may not last (measured in the simulator: on gpu-published the schedules
+                # waited out the dwell at k = 3 for 4 s after a load step, the fit having found drafts cheaper, where
+                # k = 5 was due; on bursts a knee of 32 found 5 s into a burst drafted k = 1 at batch 150-250 until
+                # the next search put it back).
+                reshapes = self._cost[pool.name].reshapes
+                reshaped = reshapes != self._reshapes_seen.get(pool.name, 0) and self._load_holds(pool.name, batch)
+                if dwelling and not first and not reshaped:
                     note = f"held: changed {now - last:.0f}s ago (dwell {s.min_dwell_s:.0f}s)"
                 else:
                     note = (
@@ -750,8 +773,13 @@ class SpeculationController:
                         else f"goodput +{gain:.2%} at batch {at}, fewer drafts"
                     )
                     if dwelling:
-                        note += f" (first move of {', '.join(first)}: within the dwell)"
+                        note += (
+                            f" (first move of {', '.join(first)}: within the dwell)"
+                            if first
+                            else " (step-time shape refitted: within the dwell)"
+                        )
                     target.update(bounded)
+                    self._reshapes_seen[pool.name] = reshapes
             why.update({rt.spec.name: note for rt in free})
         elif self.paused:
             why.update({rt.spec.name: "held: controller paused" for rt in free})

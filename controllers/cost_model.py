@@ -201,6 +201,8 @@ class StepCostModel:
             [self.prior_shape, *((c, knee) for c in costs for knee in _KNEE_GRID)], dtype=np.float64
         )
         self._shape_at = 0  # the current shape's row
+        # Times a search moved the shape: schedules may follow a new one within their dwell (controllers/controller.py).
+        self.reshapes = 0
         self._shape_min_samples = shape_min_samples
         self._shape_margin = shape_margin
         # Each coefficient is pulled toward its prior in its own units; t4's unit is a fraction of the intercept.
@@ -427,6 +429,7 @@ class StepCostModel:
         theta, error = fit
         self.theta = theta
         self._coef = self._floats(theta)
+        self.reshapes += row != self._shape_at
         self._shape_at = row
         self.draft_cost, self.knee = float(self._shapes[row, 0]), float(self._shapes[row, 1])
         self._quality = float(max(0.0, min(1.0, 1.0 - error)))

@@ -646,3 +646,41 @@ def test_a_pools_schedules_move_a_dwell_apart_but_for_a_routes_first_move(
         assert at - last >= s.min_dwell_s or routes - seen
         seen |= routes
         last = at
+
+
+@pytest.mark.parametrize("swinging", [False, True])
+def test_schedules_follow_a_new_step_time_shape_within_the_dwell_once_the_load_holds(swinging: bool) -> None:
+    """Drafts far cheaper than the GPU prior says (c = 0.2, knee 16 against c = 1, knee 64): one request at a time
+    shows nothing of it, so the schedules drawn at batch 2 switch drafting off past the prior's knee. When the load
+    steps to batch 48 the engine's counters show the truth and the model's shape moves; once the load holds, the
+    schedules follow in that tick, within the dwell of the pool's last change, and the decision log says why. While
+    the load keeps swinging (48, 96, 48, ...: intervals that average a ramp), the dwell holds."""
+
+    def truth(batch: float, kbar: float) -> float:
+        return 0.012 + 0.00015 * max(0.0, batch * (1 + 0.2 * kbar) - 16)
+
+    c = controller(min_dwell_s=30.0)
+    rng = random.Random(6)
+    t, reshaped_at = 0.0, []
+    for i in range(45):
+        t += 2.0
+        batch = 2 + i % 2 if i < 30 else 48 * (1 + (swinging and i % 2))
+        k = c.table().routes["r"].k_at(batch)
+        steps = 200.0
+        c.observe_steps("p", steps, steps * batch, steps * batch * truth(batch, k), steps * batch * k, t, steps * batch)
+        d = c.table().routes["r"]
+        for _ in range(6):
+            explore = d.explore_k is not None and rng.random() < d.explore_share
+            c.observe(obs("r", d.explore_k if explore and d.explore_k else k, 0.7, batch, rng), t)
+        before = c.cost_model("p").reshapes
+        c.tick(t, {"p": batch})
+        if c.cost_model("p").reshapes != before:
+            reshaped_at.append(t)
+    moves = [r for r in c.log if r.reason.startswith("schedule: goodput")]
+    within = [b for a, b in itertools.pairwise(moves) if b.at - a.at < c.settings.min_dwell_s]
+    assert c.cost_model("p").shape != (1.0, 64.0) and reshaped_at
+    if swinging:
+        assert not within
+    else:
+        assert within and all(r.at in reshaped_at and "step-time shape refitted" in r.reason for r in within)
+        assert c.table().routes["r"].k_at(48) >= 2
