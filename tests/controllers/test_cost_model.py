@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import random
 
@@ -315,8 +316,9 @@ def test_an_outlier_does_not_show_the_draft_cost_either(monkeypatch: pytest.Monk
     """The simulator's bursts window (seed 5, with a finer batch grid, 76 s): small batches at k = 4, then a burst whose
     first interval (batch 44 on the way up, with drafts) sits 8.5% above the true step. Only eight samples carry drafts
     past the knee, so that one decided whether c = 0.5 "showed" there, and the next burst ran at k = 2 at batch 256.
-    Left out of the search as an outlier, it is left out of that check too: c stays 1 in every case, where counting it
-    moved c in most."""
+    Left out of the search as an outlier, it is left out of that check too: c stays 1 in every case. Counting it moved c
+    in 8 or more of the 10 cases while the fit clipped negative coefficients at 0; the exact non-negative fit (session
+    28) is not moved by it even counted, and this checks that too."""
     burst = [
         (43.94, 0.878, 1, 1.085),
         (110.66, 0.494, 1, 1.01),
@@ -334,8 +336,8 @@ def test_an_outlier_does_not_show_the_draft_cost_either(monkeypatch: pytest.Monk
         samples = [StepSample(b, 4.0, 4.0, _gpu_sim_step(b, 4.0, 4.0) * rng.uniform(0.995, 1.01)) for b in small]
         samples += [StepSample(b, kbar, k, f * _gpu_sim_step(b, kbar, k)) for b, kbar, k, f in burst]
         assert _searched(samples) == (1.0, 64.0)
-        # Informative: counting it (with every sample that has drafts past the knee counted, and no shape asked to
-        # win on more than a few samples) moves c.
+        # Counting it (with every sample that has drafts past the knee counted, and no shape asked to win on more
+        # than a few samples) no longer moves c either.
         model = StepCostModel("gpu")
         monkeypatch.setattr(cost_model, "_DRAFT_COST_SHARE", 0.0)
         monkeypatch.setattr(model, "_broadly_better", lambda new, old, fits, window: True)
@@ -346,7 +348,7 @@ def test_an_outlier_does_not_show_the_draft_cost_either(monkeypatch: pytest.Monk
         model.refit(search=True)
         counted += model.shape[0] != 1.0
         monkeypatch.undo()
-    assert counted >= 8  # the case is informative
+    assert counted == 0
 
 
 def test_two_intervals_on_a_load_step_do_not_move_the_knee() -> None:
@@ -484,7 +486,8 @@ def test_the_shape_is_searched_again_once_a_tenth_of_the_window_is_new() -> None
 
 def _plain_fit(model: StepCostModel, shape: tuple[float, float]) -> tuple[np.ndarray, float]:
     """The fit written out as the docstring states it, from the window's samples: weighted ridge least squares
-    toward the prior (weights: recency over step time squared), coefficients clipped at 0, relative RMS error."""
+    toward the prior (weights: recency over step time squared), every coefficient at least 0 (the least objective of
+    the solves with each subset of coefficients held at 0 that leave none below 0), relative RMS error."""
     data = model._samples()
     y = data[:, 3]
     w = model._decay ** np.arange(len(y) - 1, -1, -1) / y**2
@@ -492,10 +495,25 @@ def _plain_fit(model: StepCostModel, shape: tuple[float, float]) -> tuple[np.nda
     x = np.column_stack(
         [np.ones(len(y)), np.maximum(0, data[:, 0] * (1 + c * data[:, 1]) - knee), data[:, 2], data[:, 2] > 0]
     )
-    xs = x * model._scale
-    a = xs.T @ (xs * w[:, None]) + model._ridge(float(np.mean(data[:, 2] > 0)))
-    delta = np.linalg.solve(a, xs.T @ (w * (y - x @ model.prior)))
-    theta = np.maximum(0.0, model.prior + delta * model._scale)
+    ridge = model._ridge(float(np.mean(data[:, 2] > 0)))
+
+    def objective(theta: np.ndarray) -> float:
+        pull = (theta - model.prior) / model._scale
+        return float(np.sum(w * (x @ theta - y) ** 2) + pull @ ridge @ pull)
+
+    candidates = []
+    for held in itertools.product((False, True), repeat=4):
+        free = np.flatnonzero(~np.array(held))
+        theta = np.zeros(4)
+        if len(free):
+            xs = x[:, free] * model._scale[free]
+            a = xs.T @ (xs * w[:, None]) + ridge[np.ix_(free, free)]
+            # Ridge toward the prior in units of the scale, the held coefficients at 0.
+            rhs = xs.T @ (w * y) + ridge[np.ix_(free, free)] @ (model.prior[free] / model._scale[free])
+            theta[free] = np.linalg.solve(a, rhs) * model._scale[free]
+        if np.all(theta >= 0):
+            candidates.append(theta)
+    theta = min(candidates, key=objective)
     rel = (x @ theta - y) / y
     return theta, math.sqrt(float(np.average(rel * rel, weights=w * y * y)))
 
@@ -575,3 +593,78 @@ def test_refitting_every_pool_at_once_gives_what_each_refit_gives(seed: int, poo
             assert np.allclose(one.coefficients(), other.coefficients(), rtol=1e-9, atol=1e-15)
             assert one.fit_quality == pytest.approx(other.fit_quality, rel=1e-9, abs=1e-12)
             assert one.pending_search() == other.pending_search()
+
+
+def _h100_eagle_step(b: float, kbar: float, kmax: float) -> float:
+    """Llama-3.1-8B on one H100 with EAGLE (offline/simulator.py's h100-llama8b-eagle, 1,024 context tokens a
+    request): per request 0.060 ms, per draft token 0.021 ms (c = 0.35, no knee), the drafter 2.1 ms a step."""
+    kv = b * 1024.0
+    verify = 5.886e-3 + 2.101e-5 * b * (1.0 + kbar) + 3.926e-8 * kv
+    draft = 2.135e-3 + 8.41e-7 * kmax + 2.38e-9 * kv if kmax > 0 else 0.0
+    return 1.207e-3 + verify + draft
+
+
+def test_the_fit_holds_coefficients_at_zero_instead_of_clipping_them() -> None:
+    """The simulator's gpu-published window after its first load step: 30 intervals at batch 1-4 drafting k = 7,
+    then 27 at batch 25-55 drafting 1-5 (every step drafts, so t4 stays at its prior 0 and t0 carries the drafter).
+    The free ridge fit takes t3 below 0 to make up for a t0 pulled toward the GPU prior's 12 ms; clipped at 0 it left
+    t0 there, the true shape (c 0.33, knee 0) fitted at ~7.7% error and (0.1, 16) was chosen. Held at 0 and the rest
+    fitted again, the true shape fits at ~1.5% and is chosen, and the step time is predicted where it was not seen."""
+    rng = random.Random(11)
+    model = StepCostModel("gpu", method="eagle")
+    samples = [(rng.uniform(1, 4), rng.uniform(6.3, 7.0), 7.0) for _ in range(30)]
+    for _ in range(27):
+        kbar = rng.uniform(1.0, 5.0)
+        samples.append((rng.uniform(25, 55), kbar, float(math.ceil(kbar) + 1)))
+    for b, kbar, kmax in samples:
+        model.update(StepSample(b, kbar, kmax, _h100_eagle_step(b, kbar, kmax) * rng.uniform(0.995, 1.02), 1.0))
+    model.refit(search=True)
+    assert model.shape == (0.33, 0.0)
+    assert min(model.coefficients()[:4]) >= 0.0
+    for b, kbar, kmax in ((40, 4.0, 5.0), (120, 3.0, 4.0), (250, 2.0, 3.0)):
+        assert model.predict(b, kbar, kmax) == pytest.approx(_h100_eagle_step(b, kbar, kmax), rel=0.04)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(5, 80))
+def test_every_shapes_fit_is_the_best_with_no_coefficient_below_zero(seed: int, n: int) -> None:
+    """Whatever the samples, each shape's fit has every coefficient at least 0, and no such coefficients fit the
+    window better (ridge objective) than it: checked against `_plain_fit`, which solves every subset of coefficients
+    held at 0 and keeps the best that leaves none below 0."""
+    rng = random.Random(seed)
+    model = StepCostModel("gpu", method="eagle")
+    for _ in range(n):
+        b, kbar = rng.uniform(1, 256), rng.choice([0.0, rng.uniform(0, 7)])
+        kmax = float(math.ceil(kbar)) + rng.choice([0.0, 1.0])
+        step = rng.choice([_h100_eagle_step, _gpu_sim_step])(b, kbar, kmax) * rng.uniform(0.9, 1.1)
+        model.update(StepSample(b, kbar, kmax, step, 1.0 if kmax > 0 else 0.0))
+    fits = model._solve(model._moments(range(len(model._shapes))))
+    for shape, fit in zip(model._shapes, fits, strict=True):
+        theta, error = _plain_fit(model, (float(shape[0]), float(shape[1])))
+        assert fit is not None and np.all(fit[0] >= 0)
+        assert np.allclose(fit[0], theta, rtol=1e-6, atol=1e-12) and fit[1] == pytest.approx(error, rel=1e-6)
+
+
+def test_ramp_samples_leave_the_search_even_where_the_kept_shape_misses_everything() -> None:
+    """gpu-published, 100 s in (seed 7): the kept shape (c 1, knee 0) is wrong and misses the median sample by ~2%,
+    so two intervals averaged over a load ramp (11% below and 10% above the true step) did not stand out from its
+    misses, and counted they made c = 0.75 fit best where the true 0.33 fits best without them. They stand out from
+    the misses of the shape that fits the window best, and the search leaves them out."""
+    rng = random.Random(7)
+    samples = [(rng.uniform(1, 4), rng.uniform(6.3, 7.0), 7.0, rng.uniform(1.0, 1.015)) for _ in range(30)]
+    for _ in range(40):
+        b, kbar = rng.uniform(25, 55), rng.choice([rng.uniform(0.5, 2.0), rng.uniform(3.0, 5.0)])
+        samples.append((b, kbar, float(math.ceil(kbar) + 1), rng.uniform(1.0, 1.015)))
+    samples[40:40] = [(65.1, 2.0, 3.0, 0.89), (59.8, 2.5, 4.0, 1.096)]
+    model = StepCostModel("gpu", method="eagle")
+    for b, kbar, kmax, f in samples:
+        model.update(StepSample(b, kbar, kmax, f * _h100_eagle_step(b, kbar, kmax), 1.0))
+    model._shape_at = kept = next(n for n, shape in enumerate(model._shapes) if tuple(shape) == (1.0, 0.0))
+    data, at = model._samples(), list(range(len(model._shapes)))
+    moments = model._moments(at)
+    fit = model._solve(moments[kept : kept + 1])[0]
+    assert fit is not None
+    miss = np.abs(model._rows(data, [kept])[0][:, :4] @ fit[0] / data[:, 3] - 1.0)
+    # The kept shape's own misses would not single them out.
+    assert not (miss[[40, 41]] > max(3 * float(np.median(miss)), 0.05)).all()
+    assert model._outliers(data, model._solve(moments), at).tolist() == [40, 41]
