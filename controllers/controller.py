@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from specgate.controllers.cost_model import StepCostModel, StepSample, refit_pools, stacked_predictor
+from specgate.controllers.cost_model import PRIORS, StepCostModel, StepSample, refit_pools, stacked_predictor
 from specgate.controllers.decisions import DecisionTable, RouteDecision
 from specgate.controllers.estimator import AcceptanceEstimator
 from specgate.controllers.k_schedule import Schedule, compress, encode, k_at, on_grid
@@ -122,6 +122,9 @@ class PoolSpec:
     # What one draft position costs as a fraction of the prior's step floor, where the operator measured it for the
     # pool's drafter: replaces the method's round number (cost_model.DRAFTERS). None: the method's.
     draft_cost: float | None = None
+    # The pool's measured step time, (floor s, s per token past the knee, knee tokens, draft token cost): the step-time
+    # fit's prior in place of `prior`'s round numbers (its t3 per draft position stays `prior`'s, or the method's).
+    step_time: tuple[float, float, float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +173,20 @@ def _drafts_less(pairs: Sequence[tuple[Schedule, Schedule]]) -> bool:
                 return False
             fewer = fewer or n < o
     return fewer
+
+
+def _step_cost_model(pool: PoolSpec) -> StepCostModel:
+    """The pool's step-time model, starting from its measured step time where given, else from its prior's."""
+    if pool.step_time is None:
+        return StepCostModel(pool.prior, method=pool.method, drafter_per_k=pool.draft_cost)
+    floor, per_token, knee, cost = pool.step_time
+    return StepCostModel(
+        (floor, per_token, PRIORS[pool.prior][2]),
+        knee=knee,
+        draft_cost=cost,
+        method=pool.method,
+        drafter_per_k=pool.draft_cost,
+    )
 
 
 # Load within this factor of the last tick's holds steady (`_load_holds`).
@@ -317,7 +334,7 @@ class SpeculationController:
         self._static = {name: rt.k for name, rt in self._routes.items()}
         self._members = {p.name: [rt for rt in self._routes.values() if rt.spec.pool == p.name] for p in self.pools}
         self._estimators = {}
-        self._cost = {p.name: StepCostModel(p.prior, method=p.method, drafter_per_k=p.draft_cost) for p in self.pools}
+        self._cost = {p.name: _step_cost_model(p) for p in self.pools}
         self._last_batch: dict[str, float] = {}
         self._engine_steps_at: dict[str, float] = {}
         # Per pool, its step-time model's `reshapes` when its schedules last moved.
@@ -483,8 +500,8 @@ class SpeculationController:
         (acceptance, step-time fits, KV pressure; each route's k and schedule within its new bounds), its decision
         log, admin pins and flags, and versions that keep growing. New routes and pools start fresh, as does a pool
         whose max k or speculation method changed (what it learnt describes another drafter), and a route that now
-        runs on another pool. A pool whose cost prior or declared drafting cost changed keeps its acceptance (the
-        drafter is the same) and starts its step-time fit afresh (the fit starts from those)."""
+        runs on another pool. A pool whose cost prior, measured step time or declared drafting cost changed keeps its
+        acceptance (the drafter is the same) and starts its step-time fit afresh (the fit starts from those)."""
         self.version, self.ticks = old.version + 1, old.ticks
         self.paused, self.kill_switch = old.paused, old.kill_switch
         self.log.extend(old.log)
@@ -497,7 +514,11 @@ class SpeculationController:
         for name in kept:
             self._pool_acceptance[name] = self._retuned(old._pool_acceptance[name])
             spec_was, spec_now = old._pools[name], self._pools[name]
-            if (spec_was.prior, spec_was.draft_cost) == (spec_now.prior, spec_now.draft_cost):
+            if (spec_was.prior, spec_was.draft_cost, spec_was.step_time) == (
+                spec_now.prior,
+                spec_now.draft_cost,
+                spec_now.step_time,
+            ):
                 self._cost[name] = old._cost[name]
             if self.settings.kv_cap:
                 kv, was = self._kv[name], old._kv[name]

@@ -166,6 +166,9 @@ class Scenario:
     # (until_s, share of each route in `routes` order) phases: the mix moves over time (a shift of traffic between
     # routes). Empty: the routes' own shares throughout.
     share_phases: tuple[tuple[float, tuple[float, ...]], ...] = ()
+    # The step time the gateway's pool declares as measured (PoolSpec.step_time: floor s, s per token past the knee,
+    # knee tokens, draft token cost): the controller's step-time prior in place of the profile's. None: the profile's.
+    step_time_prior: tuple[float, float, float, float] | None = None
 
     def shares_at(self, t: float) -> tuple[float, ...]:
         for until, shares in self.share_phases:
@@ -223,7 +226,16 @@ def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
         int(data["kv_tokens"]) if data.get("kv_tokens") is not None else None,
         int(data.get("prompt_tokens", 512)),
         float(data.get("prefill_s_per_token", 2.0e-5)),
+        step_time_prior=_step_time_prior(data.get("step_time_prior")),
     )
+
+
+def _step_time_prior(value: Any) -> tuple[float, float, float, float] | None:
+    """A scenario's `step_time_prior: [floor_s, per_token_s, knee_tokens, draft_token_cost]`."""
+    if value is None:
+        return None
+    floor, per_token, knee, cost = (float(v) for v in value)
+    return floor, per_token, knee, cost
 
 
 class Policy(Protocol):
@@ -604,7 +616,9 @@ class Adaptive:
     def __post_init__(self) -> None:
         routes = [RouteSpec(r.name, "sim", 0, self.scenario.max_k, None, r.tpot_slo_s) for r in self.scenario.routes]
         prior = _PRIOR_OF_PROFILE.get(self.scenario.profile, "gpu")
-        pool = PoolSpec("sim", self.scenario.max_k, prior, self.scenario.method)
+        pool = PoolSpec(
+            "sim", self.scenario.max_k, prior, self.scenario.method, step_time=self.scenario.step_time_prior
+        )
         self.ctl = SpeculationController(self.settings, routes, [pool])
 
     def k_for(self, route: str, now: float, batch: int, rng: random.Random) -> int:

@@ -11,7 +11,7 @@ from specgate.controllers.decisions import KBounds
 from specgate.controllers.drift import DriftMonitor, DriftSettings
 from specgate.controllers.routing import RouteRules, Rule
 
-from specgate.config import DriftConfig, GatewayConfig, RouteMatch, RoutingConfig
+from specgate.config import DriftConfig, GatewayConfig, RouteMatch, RoutingConfig, StepTimeConfig
 
 __all__ = ["build_controller", "build_drift_monitor", "drift_settings", "route_bounds", "route_rules"]
 
@@ -90,10 +90,21 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
     if not config.pools:
         return SpeculationController(settings, [], [], now=time.monotonic())
     pools = [
-        PoolSpec(p.name, p.speculation.max_k, c.cost_prior, p.speculation.method, p.speculation.draft_cost)
+        PoolSpec(
+            p.name,
+            p.speculation.max_k,
+            c.cost_prior,
+            p.speculation.method,
+            p.speculation.draft_cost,
+            _step_time(p.speculation.step_time),
+        )
         for p in config.pools
     ]
     return SpeculationController(settings, routes, pools, now=time.monotonic())
+
+
+def _step_time(s: StepTimeConfig | None) -> tuple[float, float, float, float] | None:
+    return None if s is None else (s.floor_s, s.per_token_s, s.knee_tokens, s.draft_token_cost)
 
 
 def drift_settings(d: DriftConfig) -> DriftSettings:

@@ -163,6 +163,22 @@ class DiscoveryConfig(_Strict):
     timeout_s: Annotated[float, Field(gt=0)] = 30.0
 
 
+class StepTimeConfig(_Strict):
+    """A pool's step time as measured on its engines (docs/controller.md): the controller's starting point for the
+    step-time fit, in place of `controller.cost_prior`'s round numbers. The step takes floor_s + per_token_s x
+    max(0, B (1 + draft_token_cost x kbar) - knee_tokens) at batch B with kbar drafts per request, plus the drafter's
+    own cost (`draft_cost`, by method)."""
+
+    # Seconds per decode step at batch 1 without drafts (with a drafter that runs every step: with it).
+    floor_s: Annotated[float, Field(gt=0, le=10)]
+    # Seconds each token of a step adds past the knee.
+    per_token_s: Annotated[float, Field(ge=0, le=1)]
+    # Tokens per step below which a step costs the same (memory-bound); 0 where each token costs from the first.
+    knee_tokens: Annotated[float, Field(ge=0, le=100_000)] = 0.0
+    # What a verified draft token costs relative to a decoded one (the drafter's tokens run through the target too).
+    draft_token_cost: Annotated[float, Field(gt=0, le=2)] = 1.0
+
+
 class SpeculationConfig(_Strict):
     """What the engines of a pool were started with; specgate cannot change it, only use it."""
 
@@ -177,6 +193,8 @@ class SpeculationConfig(_Strict):
     # drafter (docs/controller.md): the controller's starting point for drafting cost, which its step-time fit then
     # moves. Unset: a round number by method (draft_model 0.1, eagle/eagle3/mtp 0.04, dflash 0.01).
     draft_cost: Annotated[float, Field(ge=0, le=2)] | None = None
+    # The pool's step time as measured on its engines (StepTimeConfig); unset: `controller.cost_prior`'s.
+    step_time: StepTimeConfig | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> SpeculationConfig:
@@ -190,6 +208,8 @@ class SpeculationConfig(_Strict):
             raise ValueError("acceptance_from 'counters' needs speculation (method != 'none')")
         if self.draft_cost is not None and self.method == "none":
             raise ValueError("draft_cost needs speculation (method != 'none')")
+        if self.step_time is not None and self.method == "none":
+            raise ValueError("step_time needs speculation (method != 'none'): without drafts nothing is decided by it")
         return self
 
 

@@ -57,6 +57,32 @@ def test_full_pool_config() -> None:
             },
             "pools.0.speculation.draft_cost",
         ),
+        (
+            {
+                "pools": [
+                    {
+                        "name": "p",
+                        "model": "m",
+                        "endpoints": ["http://a"],
+                        "speculation": {"method": "eagle", "max_k": 4, "step_time": {"floor_s": 0.01}},
+                    }
+                ]
+            },
+            "pools.0.speculation.step_time.per_token_s",
+        ),
+        (
+            {
+                "pools": [
+                    {
+                        "name": "p",
+                        "model": "m",
+                        "endpoints": ["http://a"],
+                        "speculation": {"step_time": {"floor_s": 0.01, "per_token_s": 0.0001}},
+                    }
+                ]
+            },
+            "pools.0.speculation",
+        ),
         ({"server": {"port": 0}}, "server.port"),
         ({"server": {"prot": 1}}, "server.prot"),
         ({"pools": [{"name": "p", "model": "m", "endpoints": ["http://a"]}] * 2}, "pools"),

@@ -62,7 +62,15 @@ def test_a_pool_whose_drafter_changed_starts_afresh() -> None:
     assert new.route_status("r")["k"] == 0  # as at a start: nothing is known about this drafter
 
 
-@pytest.mark.parametrize("pool", [PoolSpec("p", 4, "gpu", draft_cost=0.5), PoolSpec("p", 4, "cpu")], ids=str)
+@pytest.mark.parametrize(
+    "pool",
+    [
+        PoolSpec("p", 4, "gpu", draft_cost=0.5),
+        PoolSpec("p", 4, "cpu"),
+        PoolSpec("p", 4, "gpu", step_time=(0.009, 0.00006, 0.0, 0.34)),
+    ],
+    ids=str,
+)
 def test_a_pool_whose_cost_settings_changed_refits_its_step_time_and_keeps_its_acceptance(pool: PoolSpec) -> None:
     """The step-time fit starts from the cost prior and the declared drafting cost: a new one starts it afresh. The
     drafter is the same, so what the routes' acceptance taught stays, and so do their k and schedules."""

@@ -317,3 +317,15 @@ def test_an_explorer_carries_the_schedule_it_was_dispatched_with() -> None:
     plain.random = lambda: 0.99  # type: ignore[method-assign]  # no request explores
     policy.k_for("code", 2.0, 0, plain)
     assert policy.own_schedule is None
+
+
+def test_a_scenarios_measured_step_time_is_the_controllers_prior() -> None:
+    """`step_time_prior` in a scenario is the pool's declared measured step time: the controller's step-time fit
+    starts from it (gpu-published-measured: the published H100 + EAGLE predictor), not from the GPU prior."""
+    measured = small("gpu-published-measured")
+    plain = small("gpu-published")
+    assert isinstance(measured, Scenario) and isinstance(plain, Scenario)
+    assert measured.step_time_prior == (0.009228, 0.0000612, 0.0, 0.343) and plain.step_time_prior is None
+    fit = make_policy("specgate", measured).ctl.cost_model("sim")  # type: ignore[attr-defined]
+    assert fit.shape == (0.343, 0.0) and fit.prior[0] == 0.009228
+    assert make_policy("specgate", plain).ctl.cost_model("sim").shape == (1.0, 64.0)  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from specgate.controllers.decisions import KBounds
 from specgate.controllers.routing import RequestFeatures, Rule, select_route
 from specgate.runtime.settings import route_bounds, route_rules
@@ -48,6 +49,23 @@ def test_a_pools_declared_drafting_cost_reaches_its_step_time_prior() -> None:
     t0 = default.cost_model("p").prior[0]
     assert declared.cost_model("p").prior[2] == 0.02 * t0
     assert default.cost_model("p").prior[2] == 0.1 * t0  # the draft_model round number (cost_model.DRAFTERS)
+
+
+def test_a_measured_step_time_is_the_pools_step_time_prior() -> None:
+    """`speculation.step_time`: the operator's measured step time replaces the cost prior's round numbers (floor,
+    slope, knee, draft token cost) as the starting point of the pool's step-time fit; t3 stays the method's."""
+    from specgate.runtime.settings import build_controller
+
+    from specgate.config import validate_config
+
+    pool = {"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}
+    measured = {"floor_s": 0.009, "per_token_s": 0.00006, "knee_tokens": 8, "draft_token_cost": 0.34}
+    speculation = {"method": "eagle", "max_k": 4, "step_time": measured}
+    model = build_controller(validate_config({"pools": [{**pool, "speculation": speculation}]})).cost_model("p")
+    assert model.shape == (0.34, 8.0)
+    assert model.prior[:2].tolist() == [0.009, 0.00006] and model.prior[2] == pytest.approx(0.04 * 0.009)
+    assert model.predict(1, 0, 0) == pytest.approx(0.009)
+    assert model.predict(100, 2, 2) == pytest.approx(0.009 + 0.00006 * (100 * 1.68 - 8) + 2 * 0.04 * 0.009)
 
 
 def test_every_controller_setting_in_the_config_reaches_the_controller() -> None:
