@@ -679,16 +679,17 @@ def _nonnegative_fits(
             u = np.linalg.solve(masked, np.where(held, 0.0, rhs)[:, :, None])[:, :, 0]
         except np.linalg.LinAlgError:
             u = np.full(held.shape, np.nan)
+            unsettled = np.ones(len(u), dtype=bool)
             break
         # A held coefficient whose gradient is negative would lower the objective by rising: released; a free one
-        # below 0 is held.
+        # below 0 is held. A row with neither is at its optimum.
         rises = held & (np.einsum("mij,mj->mi", system, u) - rhs < -tolerance)
-        if not (rises.any() or (u < 0).any()):
+        unsettled = rises.any(axis=1) | (u < 0).any(axis=1)
+        if not unsettled.any():
             break
         held = (held & ~rises) | (u < 0)
-    rises = held & (np.einsum("mij,mj->mi", system, u) - rhs < -tolerance)
     out = u * scale
-    for n in np.flatnonzero((u < 0).any(axis=1) | rises.any(axis=1) | ~np.isfinite(u).all(axis=1)):
+    for n in np.flatnonzero(unsettled | ~np.isfinite(u).all(axis=1)):
         one = _nonnegative_fit(system[n], rhs[n], scale[n])
         out[n] = np.nan if one is None else one
     return out
