@@ -191,6 +191,9 @@ def _step_cost_model(pool: PoolSpec) -> StepCostModel:
 
 # Load within this factor of the last tick's holds steady (`_load_holds`).
 _STEADY_LOAD = 1.25
+# An explorer one draft above its route's k (where no k was found to pay) keeps it up to this many times the load it
+# was judged at, its route's schedule past it (`_exploration_pays`).
+_FUTILE_REACH = 2.0
 
 
 def _mix(weights: Sequence[float], rates: Sequence[float], ks: Sequence[int]) -> tuple[float, float]:
@@ -873,11 +876,14 @@ class SpeculationController:
         yet): the largest k at which one of its requests could raise the pool's goodput if the route's acceptance
         were at the upper end of its interval (every draft accepted where nothing is known), True, and the largest
         batch of 1, 2, 4 and 8 times that load at which it still could (the next tick looks again); one more than the
-        route's k, False and None when none could. Past a knee an explorer's drafts slow every request of the batch:
-        where even that reading says they cannot pay, exploring at the top k buys evidence no schedule could use now,
-        while one more draft keeps the next position measured (a route must still see its acceptance come back).
-        Measured in the simulator: exploration was all of specgate's loss to k = 0 under high load, and explorers that
-        kept the top k through a load ramp cost high-load 2% (1.018 -> 1.039)."""
+        route's k, False and twice that load (`_FUTILE_REACH`) when none could. Past a knee an explorer's drafts slow
+        every request of the batch: where even that reading says they cannot pay, exploring at the top k buys evidence
+        no schedule could use now, while one more draft keeps the next position measured (a route must still see its
+        acceptance come back); what it measures does not depend on the batch, so past twice the load it was judged at
+        (a ramp within its life) it runs its route's schedule. Measured in the simulator: exploration was all of
+        specgate's loss to k = 0 under high load, explorers that kept the top k through a load ramp cost high-load 2%
+        (1.018 -> 1.039), and those one draft up, kept at any batch, ~0.1% more on high-load and load-ramp
+        (docs/controller.md, session 29)."""
         out: dict[str, tuple[int, bool, int | None]] = {}
         for pool in self.pools:
             batch = self._last_batch.get(pool.name, 1.0)
@@ -902,7 +908,7 @@ class SpeculationController:
                     continue
                 best = self.estimator(rt.spec.name, pool.name).optimistic_lengths(top)
                 here = ls[min(rt.k, len(ls) - 1)]
-                out[rt.spec.name] = (rt.k + 1, False, None)
+                out[rt.spec.name] = (rt.k + 1, False, int(batch * _FUTILE_REACH))
                 for k in range(top, rt.k + 1, -1):
                     explorer = (k, rt.k, best[k] - here, q)
                     if _explorer_pays(predict, mix, batch, explorer):

@@ -162,7 +162,7 @@ def test_a_cold_route_explores_every_request_only_where_exploring_could_pay() ->
     the gpu prior's knee; before the first tick, batch 1: nothing in flight yet), every request explores (a new
     route's first requests at k = 0 were the simulator's low-load p99), but only up to a batch where it still could
     (an explorer lives through a load ramp: high-load's first explorers at the top k for life cost 2%); past the
-    knee (batch 600), 25% at one draft more."""
+    knee (batch 600), 25% at one draft more, up to twice that load."""
     c = controller(half_life_s=60.0)
     first = c.table().routes["r"]
     assert first.explore_share == 1.0 and first.explore_k == 4
@@ -175,7 +175,8 @@ def test_a_cold_route_explores_every_request_only_where_exploring_could_pay() ->
     assert c.route_status("r")["explore_until"] == d.explore_until
     c.tick(4.0, {"p": 600})
     busy = c.table().routes["r"]
-    assert (busy.explore_share, busy.explore_k, busy.explore_until) == (0.25, 1, None)
+    assert (busy.explore_share, busy.explore_k, busy.explore_until) == (0.25, 1, 1200)
+    assert busy.explore_k_at(1200) == 1 and busy.explore_k_at(1201) == busy.k_at(1201) == 0
     assert controller(half_life_s=60.0, cold_start_paying_share=0.1).explore_share("r") == 0.25
     warm = _driven_at_load(4, 60)  # evidence past the cold start: the usual share
     assert warm.table().routes["r"].explore_share < 0.25
@@ -576,7 +577,8 @@ def test_a_route_explores_at_the_largest_k_its_best_case_could_pay() -> None:
     """An explorer's drafts cost its whole batch (verify work past the knee, and the drafter runs to the largest k).
     A route explores at the largest k at which the upper end of its acceptance interval could pay for that at its
     pool's load, and at one more than its k when none could, so that the next position stays measured and a
-    recovery is seen (test_rises_with_acceptance_and_falls_when_it_collapses)."""
+    recovery is seen (test_rises_with_acceptance_and_falls_when_it_collapses), up to twice its pool's load: what it
+    measures does not depend on the batch, and its drafts cost more the larger the batch a load ramp takes it to."""
     rng = random.Random(11)
     fresh = controller()
     fresh.tick(2.0, {"p": 16.0})
@@ -591,7 +593,9 @@ def test_a_route_explores_at_the_largest_k_its_best_case_could_pay() -> None:
     drive(c, [(0.05, 600, 60)], rng)  # acceptance measured low, at a load past the knee
     k = c.table().k_for("r")
     assert k == 0 and c.table().routes["r"].explore_k == k + 1
-    assert c._exploration_pays() == {"r": (1, False, None)}  # none pays: one draft more, at any batch
+    assert c._exploration_pays() == {"r": (1, False, 1200)}  # none pays: one draft more, up to twice the load
+    explorer = c.table().routes["r"]
+    assert explorer.explore_k_at(600) == 1 and explorer.explore_k_at(1300) == explorer.k_at(1300) == 0
     drive(c, [(0.85, 4, 60)], rng)  # it comes back, at low load: full k, nothing above to explore
     assert c.table().k_for("r") == 4 and c.table().routes["r"].explore_k is None
 
