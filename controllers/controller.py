@@ -926,10 +926,12 @@ class SpeculationController:
 
     def explore_share(self, name: str) -> float:
         rt = self._routes[name]
-        cold = self.estimator(name, rt.spec.pool).evidence(1) < self.settings.cold_start_steps
-        if cold:
+        est = self.estimator(name, rt.spec.pool)
+        if est.evidence(1) < self.settings.cold_start_steps:
             paying = self.settings.cold_start_paying_share if name in self._pays else 0.0
             return max(self.settings.explore_share, self.settings.cold_start_share, paying)
+        if name in self._pays and self._relearning(rt, est):
+            return max(self.settings.explore_share, self.settings.cold_start_paying_share)
         share, half_life = self.settings.explore_share, self.settings.half_life_s
         if self.settings.explore_futile_requests > 0 and half_life and name in self._futile:
             futile = self.settings.explore_futile_requests / half_life  # requests a second
@@ -938,6 +940,17 @@ class SpeculationController:
                 # Two significant digits: the rate drifts a little every tick, and each change is a new table.
                 return min(share, float(f"{futile / rate:.2g}"))
         return share
+
+    def _relearning(self, rt: _RouteRuntime, est: AcceptanceEstimator) -> bool:
+        """Whether a step change in the route's acceptance (`change_z`) dropped its evidence within the last
+        `recent_half_life_s` and the position above its k has not been measured `cold_start_steps` times since: the
+        positions above k are as unknown as a new route's. Measured in the simulator's acceptance-drift scenario: when
+        acceptance came back, position 1 (measured by every request at k = 1) showed it at once, but the positions
+        above waited ~12 s for the usual share's few explorers, at k = 1 where k = 4 was due."""
+        changed = est.changed_at
+        if changed is None or self.now - changed > self.settings.recent_half_life_s:
+            return False
+        return est.evidence(min(rt.k + 1, est.max_k)) < self.settings.cold_start_steps
 
     def _request_rate(self, rt: _RouteRuntime) -> float:
         """The route's finished requests per second, from their count decayed with `half_life_s` (in a steady stream

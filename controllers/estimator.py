@@ -157,6 +157,8 @@ class AcceptanceEstimator:
         self._moments = _RateMoments()
         self._recent_moments = _RateMoments()
         self.changes = 0
+        # When the last step change dropped the older evidence (None: never).
+        self.changed_at: float | None = None
         # index i = position (1..max_k); index 0 unused
         self.trials = [0.0] * (max_k + 1)
         self.passes = [0.0] * (max_k + 1)
@@ -227,6 +229,7 @@ class AcceptanceEstimator:
             self._log.append((at, groups, rate))
         self.decay_to(max(now, last or now))
         self.changes += 1
+        self.changed_at = max(now, last or now)
 
     def observe_proposals(self, proposed: int, unproposed: int, now: float) -> None:
         """Steps of one request that could draft: `proposed` carried drafts, `unproposed` found nothing to propose."""

@@ -105,6 +105,43 @@ def test_a_step_change_in_acceptance_is_followed_within_ticks_not_half_lives() -
     assert max(after[4.0][3:]) <= 1 and min(after[0.0][:10]) >= 3, after
 
 
+def test_after_a_step_change_the_positions_above_k_are_explored_like_a_new_routes() -> None:
+    """Acceptance collapses (k falls to 1), then comes back: position 1, measured by every request, shows it at once
+    and the step change drops the older evidence, so the positions above k are unknown, as for a new route. Until the
+    one above k has `cold_start_steps` of evidence again (within `recent_half_life_s` of the change), the route
+    explores at the cold start's paying share; then at the usual one. With the usual share alone, the first tick
+    after the change measures the positions above a sixth as often."""
+    measured: dict[float, list[float]] = {}
+    for paying_share in (1.0, 0.03):
+        c = controller(change_z=4.0, half_life_s=60.0, cold_start_paying_share=paying_share)
+        rng = random.Random(7)
+        t, seen = 0.0, []
+        for alpha, ticks in [(0.9, 60), (0.05, 60), (0.9, 4)]:
+            for _ in range(ticks):
+                t += 2.0
+                for _ in range(6):
+                    d = c.table().routes["r"]
+                    k = d.explore_k if d.explore_k is not None and rng.random() < d.explore_share else d.k
+                    c.observe(obs("r", k, alpha, 4, rng), t)
+                c.tick(t, {"p": 4})
+                est = c.estimator("r", "p")
+                seen.append((t, c.table().routes["r"], est.changes, est.evidence(2)))
+        changed = [row for row in seen if row[0] > 240 and row[2] == 2]
+        assert changed, "the comeback is a step change"
+        first, after = changed[0], changed[1]
+        assert first[1].k == 1 and first[1].explore_k == 4 and first[1].explore_share == paying_share
+        assert c.estimator("r", "p").changed_at == first[0]
+        assert after[1].k == 4 and after[1].explore_share == 0.03  # measured: the usual share again
+        measured[paying_share] = [row[3] for row in changed[1:2]]
+    assert measured[1.0][0] > 200 > 5 * measured[0.03][0], measured
+    # Long after the change, a position above k short of evidence is a plain route's: the usual share.
+    c = controller(change_z=4.0, half_life_s=60.0)
+    c.estimator("r", "p").changed_at = -100.0
+    c.tick(2.0, {"p": 4})
+    c.observe(obs("r", 0, 0.5, 4, random.Random(1)), 2.0)
+    assert not c._relearning(c._routes["r"], c.estimator("r", "p"))
+
+
 def test_heavy_load_turns_it_off() -> None:
     # The prior alone (no step times observed): past its knee, drafts cost more than they bring.
     rng = random.Random(6)

@@ -290,6 +290,7 @@ def test_a_step_change_drops_the_older_evidence_within_seconds() -> None:
         _requests(e, rng, 0.1, 120.0, 5.0, 0.1)
     # Five seconds after the drop the estimate is the new rate, where the half-life alone still averages both.
     assert est.changes >= 1 and est.alpha(1) == pytest.approx(0.1, abs=0.05)
+    assert est.changed_at is not None and 120.0 <= est.changed_at <= 125.0 and plain.changed_at is None
     assert plain.alpha(1) > 0.6  # type: ignore[operator]  # evidence exists: not None
     # And back up after a minute at 0.1 (a fix landed), from a few requests: a route that stopped drafting explores.
     for e in (est, plain):
