@@ -29,7 +29,7 @@ from typing import Any
 
 from specgate.controllers.cost_model import PRIORS, StepCostModel, StepSample, refit_pools, stacked_predictor
 from specgate.controllers.decisions import DecisionTable, RouteDecision
-from specgate.controllers.estimator import AcceptanceEstimator
+from specgate.controllers.estimator import AcceptanceEstimator, pessimistic_lengths
 from specgate.controllers.k_schedule import Schedule, compress, encode, k_at, on_grid
 from specgate.controllers.kv_pressure import KvPressure, KvReading
 from specgate.controllers.observations import Observation
@@ -624,6 +624,7 @@ class SpeculationController:
             if name in self._kv and self.settings.kv_cap:
                 self._kv[name].observe(reading, now)
         self._k_max_cache = {}  # the caps hold for the rest of the tick
+        self._prefill_lengths()
         changes = self._schedule_pools(pool_batch, now)
         moved = False
         for pool in self.pools:
@@ -640,6 +641,20 @@ class SpeculationController:
         for rec in changes:
             self.log.append(replace(rec, version=self.version))
         return self.table(shares)
+
+    def _prefill_lengths(self) -> None:
+        """Every pool member's expected lengths for this tick, in one numpy pass (`_lengths` reads them)."""
+        if self._lengths_cache is None:
+            return
+        routes = [rt for pool in self.pools for rt in self._members[pool.name]]
+        weight = self.settings.prior_weight
+        found = pessimistic_lengths(
+            [self.estimator(rt.spec.name, rt.spec.pool) for rt in routes],
+            [self._k_max(rt.spec) for rt in routes],
+            [self._pool_acceptance.get(rt.spec.pool) for rt in routes],
+            weight,
+        )
+        self._lengths_cache.update((rt.spec.name, lengths) for rt, lengths in zip(routes, found, strict=True))
 
     def _lengths(self, rt: _RouteRuntime) -> tuple[float, ...]:
         # Asked twice per route each tick (solving, then the lookup at the current load): computed once per tick.

@@ -6,7 +6,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from specgate.controllers.estimator import AcceptanceEstimator, wilson_lower
+from specgate.controllers.estimator import AcceptanceEstimator, pessimistic_lengths, wilson_lower
 
 
 def histogram(alphas: list[float], k: int, steps: int, rng: random.Random) -> tuple[int, ...]:
@@ -320,3 +320,35 @@ def test_change_detection_off_is_the_plain_estimator() -> None:
         off.observe(h, 3, float(t))
         off.observe((4, 0), 1, float(t))
     assert on.changes == 0 and on.trials == off.trials and on.passes == off.passes
+
+
+_COUNTS = st.lists(st.sampled_from([0.0, 1e-13, 0.5, 3.0, 40.0, 777.0]), min_size=8, max_size=8)
+
+
+@st.composite
+def _estimator(draw: st.DrawFn, max_k: int | None = None) -> AcceptanceEstimator:
+    est = AcceptanceEstimator(draw(st.integers(0, 8)) if max_k is None else max_k, z=draw(st.sampled_from([1.28, 2.0])))
+    for _ in range(draw(st.integers(0, 3))):
+        tried = draw(_COUNTS)
+        share = draw(st.floats(0, 1))
+        est.observe_positions(tried, [t * share for t in tried], 1.0)
+    return est
+
+
+@given(
+    st.lists(
+        st.tuples(_estimator(), st.integers(0, 10), st.none() | _estimator()),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from([0.0, 1e-3, 5.0]),
+)
+@settings(max_examples=300, deadline=None)
+def test_every_routes_lengths_at_once_are_each_routes_own(
+    routes: list[tuple[AcceptanceEstimator, int, AcceptanceEstimator | None]], prior_weight: float
+) -> None:
+    """The control loop's one numpy pass over every route gives the very floats of each route's own
+    `expected_lengths` (pessimistic, with a pool prior lending trials or not): the schedules must not move with it."""
+    ests, ks, priors = (list(column) for column in zip(*routes, strict=True))
+    want = [e.expected_lengths(k, True, p, prior_weight) for e, k, p in routes]
+    assert pessimistic_lengths(ests, ks, priors, prior_weight) == want
