@@ -940,21 +940,26 @@ class SpeculationController:
         return out
 
     def explore_share(self, name: str) -> float:
+        return self._exploring(name)[0]
+
+    def _exploring(self, name: str) -> tuple[float, str]:
+        """The share of the route's requests that explore, and which rule set it (route status shows it): "cold
+        start", "after a step change", "futile: requests per half-life" or "share"."""
         rt = self._routes[name]
         est = self.estimator(name, rt.spec.pool)
         if est.evidence(1) < self.settings.cold_start_steps:
             paying = self.settings.cold_start_paying_share if name in self._pays else 0.0
-            return max(self.settings.explore_share, self.settings.cold_start_share, paying)
+            return max(self.settings.explore_share, self.settings.cold_start_share, paying), "cold start"
         if name in self._pays and self._relearning(rt, est):
-            return max(self.settings.explore_share, self.settings.cold_start_paying_share)
+            return max(self.settings.explore_share, self.settings.cold_start_paying_share), "after a step change"
         share, half_life = self.settings.explore_share, self.settings.half_life_s
         if self.settings.explore_futile_requests > 0 and half_life and name in self._futile:
             futile = self.settings.explore_futile_requests / half_life  # requests a second
             rate = self._request_rate(rt)
             if rate > 0:
                 # Two significant digits: the rate drifts a little every tick, and each change is a new table.
-                return min(share, float(f"{futile / rate:.2g}"))
-        return share
+                return min(share, float(f"{futile / rate:.2g}")), "futile: requests per half-life"
+        return share, "share"
 
     def _relearning(self, rt: _RouteRuntime, est: AcceptanceEstimator) -> bool:
         """Whether a step change in the route's acceptance (`change_z`) dropped its evidence within the last
@@ -1015,6 +1020,7 @@ class SpeculationController:
         est = self.estimator(name, rt.spec.pool)
         last = next((r for r in reversed(self.log) if r.route == name), None)
         pool_total = sum(self._weight(o, self.now) for o in self._routes.values() if o.spec.pool == rt.spec.pool)
+        explore_share, explore_rule = self._exploring(name)
         return {
             "k": rt.k,
             "pool": rt.spec.pool,
@@ -1048,7 +1054,9 @@ class SpeculationController:
             "explore_until": self._explore_until.get(name),
             # The share of its requests that explore, and its request rate (finished requests per second, decayed):
             # where exploring cannot pay, a busy route explores `explore_futile_requests` per half-life instead.
-            "explore_share": self.explore_share(name),
+            "explore_share": explore_share,
+            # Which rule set it: "cold start", "after a step change", "futile: requests per half-life", "share".
+            "explore_rule": explore_rule,
             "request_rate": round(self._request_rate(rt), 3),
             "last_observation_age_s": None if rt.last_obs_at is None else round(self.now - rt.last_obs_at, 2),
             "last_decision": None

@@ -125,17 +125,21 @@ def test_after_a_step_change_the_positions_above_k_are_explored_like_a_new_route
                     c.observe(obs("r", k, alpha, 4, rng), t)
                 c.tick(t, {"p": 4})
                 est = c.estimator("r", "p")
-                seen.append((t, c.table().routes["r"], est.changes, est.evidence(2)))
+                seen.append(
+                    (t, c.table().routes["r"], est.changes, est.evidence(2), c.route_status("r")["explore_rule"])
+                )
         changed = [row for row in seen if row[0] > 240 and row[2] == 2]
         assert changed, "the comeback is a step change"
         first, after = changed[0], changed[1]
         assert first[1].k == 1 and first[1].explore_k == 4 and first[1].explore_share == paying_share
-        assert c.estimator("r", "p").changed_at == first[0]
+        assert c.estimator("r", "p").changed_at == first[0] and first[4] == "after a step change"
+        assert after[4] == "share"  # measured again
         assert after[1].k == 4 and after[1].explore_share == 0.03  # measured: the usual share again
         measured[paying_share] = [row[3] for row in changed[1:2]]
     assert measured[1.0][0] > 200 > 5 * measured[0.03][0], measured
     # Long after the change, a position above k short of evidence is a plain route's: the usual share.
     c = controller(change_z=4.0, half_life_s=60.0)
+    assert c.route_status("r")["explore_rule"] == "cold start"
     c.estimator("r", "p").changed_at = -100.0
     c.tick(2.0, {"p": 4})
     c.observe(obs("r", 0, 0.5, 4, random.Random(1)), 2.0)
@@ -184,6 +188,7 @@ def test_where_exploring_cannot_pay_a_busy_route_explores_at_a_rate_not_a_share(
     assert 0.0003 < share < 0.0013
     status = _driven_at_load(600, 60).route_status("r")
     assert status["explore_share"] == share and 15 < status["request_rate"] < 30  # 30 a second, still filling up
+    assert status["explore_rule"] == "futile: requests per half-life"
     assert _explored_at_load(600, 60, explore_futile_requests=0.0)[1] == 0.03
     assert _explored_at_load(600, 60, explore_futile_requests=3.0)[1] == pytest.approx(3 * share, rel=0.05)
     # 1.5 requests a second at 3 per half-life: 0.05 / 1.5 is more than the share.
