@@ -917,6 +917,7 @@ class SpeculationController:
             tokens /= total
 
             mix = (tokens, kbar, kmax)
+            to_beat = _mix_rates(predict, mix)
             for rt, q, ls in zip(members, rates, lengths, strict=True):
                 top = self._k_max(rt.spec)
                 if rt.k >= top:
@@ -926,12 +927,12 @@ class SpeculationController:
                 out[rt.spec.name] = (rt.k + 1, False, int(batch * _FUTILE_REACH))
                 for k in range(top, rt.k + 1, -1):
                     explorer = (k, rt.k, best[k] - here, q)
-                    if _explorer_pays(predict, mix, batch, explorer):
+                    if _explorer_pays(predict, mix, batch, explorer, to_beat):
                         until = next(
                             (
                                 int(batch * 2**i)
                                 for i in range(3)
-                                if not _explorer_pays(predict, mix, batch * 2 ** (i + 1), explorer)
+                                if not _explorer_pays(predict, mix, batch * 2 ** (i + 1), explorer, to_beat)
                             ),
                             int(batch * 8),
                         )
@@ -1078,13 +1079,29 @@ def _explorer_pays(
     mix: tuple[float, float, float],
     batch: float,
     explorer: tuple[int, int, float, float],
+    rates: Callable[[float], float],
 ) -> bool:
     """Whether one request at k instead of the route's k raises a pool's goodput at `batch`: `mix` = (tokens per
     request per step, mean drafts, largest k) of the pool now, `explorer` = (k, the route's k, tokens a step it
-    gains, the route's proposal rate)."""
+    gains, the route's proposal rate), `rates` the mix's own by batch size (`_mix_rates`)."""
     tokens, kbar, kmax = mix
     k, at, gained, q = explorer
     more = gained / batch  # one request of the batch, per request
-    return (tokens + more) / predict(batch, kbar + q * (k - at) / batch, max(kmax, k)) > tokens / predict(
-        batch, kbar, kmax
-    )
+    return (tokens + more) / predict(batch, kbar + q * (k - at) / batch, max(kmax, k)) > rates(batch)
+
+
+def _mix_rates(
+    predict: Callable[[float, float, float], float], mix: tuple[float, float, float]
+) -> Callable[[float], float]:
+    """Tokens per request per second of a pool's mix by batch size, what an explorer must beat (`_explorer_pays`),
+    each batch size's computed once: every route of the pool asks at the same few."""
+    tokens, kbar, kmax = mix
+    seen: dict[float, float] = {}
+
+    def rate(batch: float) -> float:
+        hit = seen.get(batch)
+        if hit is None:
+            hit = seen[batch] = tokens / predict(batch, kbar, kmax)
+        return hit
+
+    return rate
