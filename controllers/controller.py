@@ -924,7 +924,7 @@ class SpeculationController:
                     continue
                 best = self.estimator(rt.spec.name, pool.name).optimistic_lengths(top)
                 here = ls[min(rt.k, len(ls) - 1)]
-                out[rt.spec.name] = (rt.k + 1, False, int(batch * _FUTILE_REACH))
+                out[rt.spec.name] = (rt.k + 1, False, self._futile_reach(rt, batch))
                 for k in range(top, rt.k + 1, -1):
                     explorer = (k, rt.k, best[k] - here, q)
                     if _explorer_pays(predict, mix, batch, explorer, to_beat):
@@ -939,6 +939,20 @@ class SpeculationController:
                         out[rt.spec.name] = (k, True, until)
                         break
         return out
+
+    def _futile_reach(self, rt: _RouteRuntime, batch: float) -> int:
+        """Where a route's explorers one draft above its k stop: twice the pool's load (`_FUTILE_REACH`), the one
+        set before while it stays within `_STEADY_LOAD` of that (each change is a new decision table; a busy pool's
+        load moves by a few requests every tick)."""
+        reach = batch * _FUTILE_REACH
+        before = self._explore_until.get(rt.spec.name)
+        if (
+            rt.spec.name in self._futile
+            and before is not None
+            and reach / _STEADY_LOAD <= before <= reach * _STEADY_LOAD
+        ):
+            return before
+        return int(reach)
 
     def explore_share(self, name: str) -> float:
         return self._exploring(name)[0]
@@ -957,9 +971,9 @@ class SpeculationController:
         if self.settings.explore_futile_requests > 0 and half_life and name in self._futile:
             futile = self.settings.explore_futile_requests / half_life  # requests a second
             rate = self._request_rate(rt)
-            if rate > 0:
-                # Two significant digits: the rate drifts a little every tick, and each change is a new table.
-                return min(share, float(f"{futile / rate:.2g}")), "futile: requests per half-life"
+            # Two significant digits: the rate drifts a little every tick, and each change is a new table.
+            if rate > 0 and (by_rate := float(f"{futile / rate:.2g}")) < share:
+                return by_rate, "futile: requests per half-life"
         return share, "share"
 
     def _relearning(self, rt: _RouteRuntime, est: AcceptanceEstimator) -> bool:

@@ -44,19 +44,23 @@ class RouteDecision:
         return self.k if self.schedule is None else k_at(self.schedule, batch)
 
     def explore_k_at(self, batch: int) -> int:
-        """An exploring request's k at a batch of `batch` requests (explore_k must be set)."""
+        """An exploring request's k at a batch of `batch` requests (explore_k must be set): at least explore_k up to
+        explore_until (more where the route's own schedule drafts more there: an explorer never drafts less than the
+        route's other requests), the route's k past it."""
         assert self.explore_k is not None
-        return self.explore_k if self.explore_until is None or batch <= self.explore_until else self.k_at(batch)
+        k = self.k_at(batch)
+        return max(k, self.explore_k) if self.explore_until is None or batch <= self.explore_until else k
 
     def explorer_schedule(self) -> Schedule:
         """`explore_k_at` as a schedule, for engines that apply one per step (explore_k must be set)."""
         assert self.explore_k is not None
-        if self.explore_until is None:
-            return ((1, self.explore_k),)
-        above = self.explore_until + 1
         route = self.schedule if self.schedule is not None else ((1, self.k),)
+        if self.explore_until is None:
+            return compress([(lo, max(k, self.explore_k)) for lo, k in route])
+        above = self.explore_until + 1
+        below = [(lo, max(k, self.explore_k)) for lo, k in route if lo < above]
         later = [(lo, k) for lo, k in route if lo > above]
-        return compress([(1, self.explore_k), (above, self.k_at(above)), *later])
+        return compress([*below, (above, self.k_at(above)), *later])
 
 
 @dataclass(frozen=True, slots=True)

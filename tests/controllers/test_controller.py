@@ -615,6 +615,30 @@ def test_one_pool_a_tick_searches_its_step_time_shape() -> None:
     assert due == [[True, True, False], [True, False, False], [False, False, False]]
 
 
+def test_explorers_that_cannot_pay_keep_their_reach_while_the_load_holds() -> None:
+    """Explorers one draft above the route's k run it up to twice the pool's load; a busy pool's load moves by a few
+    requests every tick, and each new reach would be a new decision table: the reach holds while twice the load stays
+    within `_STEADY_LOAD` of it, and follows a load that leaves that band."""
+    rng = random.Random(3)
+    c = _driven_at_load(600, 60)
+    assert c.table().routes["r"].explore_until == 1200
+    t = 122.0
+    seen = set()
+    for load in [598, 600, 603, 606, 590, 611, 597] * 3:
+        t += 2.0
+        for _ in range(60):
+            c.observe(obs("r", 0, 0.6, load, rng), t)
+        c.tick(t, {"p": load})
+        seen.add(c.table().routes["r"].explore_until)
+    assert seen == {1200}
+    for load in (900, 1000):  # the load moved on: twice it is past the band
+        t += 2.0
+        for _ in range(60):
+            c.observe(obs("r", 0, 0.6, load, rng), t)
+        c.tick(t, {"p": load})
+    assert c.table().routes["r"].explore_until == 1800
+
+
 def test_a_route_explores_at_the_largest_k_its_best_case_could_pay() -> None:
     """An explorer's drafts cost its whole batch (verify work past the knee, and the drafter runs to the largest k).
     A route explores at the largest k at which the upper end of its acceptance interval could pay for that at its

@@ -40,6 +40,11 @@ def test_an_explorers_schedule_is_the_explore_k_up_to_its_bound_and_the_routes_p
     assert unbounded.explorer_schedule() == ((1, 1),) and unbounded.explore_k_at(500) == 1
     static = RouteDecision(2, "static", 3, 0.5, None, explore_until=4)
     assert static.explorer_schedule() == ((1, 3), (5, 2))
+    # One draft above the route's k at a high load (k = 0 there), up to twice it: at smaller batches, where the
+    # route's schedule drafts more, an explorer drafts as much as the route's other requests, never less.
+    busy = RouteDecision(0, "goodput", 1, 0.001, ((1, 2), (32, 1), (64, 0)), explore_until=1200)
+    assert busy.explorer_schedule() == ((1, 2), (32, 1), (1201, 0))
+    assert [busy.explore_k_at(b) for b in (1, 40, 600, 1201)] == [2, 1, 1, 0]
 
 
 @given(
@@ -56,3 +61,4 @@ def test_an_explorers_schedule_agrees_with_its_k_at_every_batch(
     own = d.explorer_schedule()
     assert own[0][0] == 1 and all(a[0] < b[0] for a, b in itertools.pairwise(own))
     assert all(k_at(own, b) == d.explore_k_at(b) for b in range(1, 320))
+    assert all(d.explore_k_at(b) >= d.k_at(b) for b in range(1, 320))  # never fewer drafts than the route's
