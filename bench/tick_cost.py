@@ -3,6 +3,7 @@ computes every pool's route schedules. Also the admin view of every pool (`/admi
 schedules and the route-blind vLLM table, computed on request). Pure CPU, no engine.
 
     python bench/tick_cost.py --routes 100 --pools 10 --repeat 60 [--baseline-code REV] [--evidence 1]
+        [--max-num-seqs N]
 
 Before each tick (untimed) every route gets `--evidence` finished requests, as on a busy gateway: each tick then
 works on fresh estimates and refits the pools' step times. Prints the median and the 10th-90th percentile of each,
@@ -16,17 +17,24 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import subprocess
 import time
 from types import ModuleType
 
-from code_at import module_at
+from code_at import ROOT, module_at
 from specgate.controllers import controller
 from specgate.controllers.observations import Observation, SpecStats
 
 
 def controller_at(rev: str) -> ModuleType:
-    """controllers/controller.py as it was at `rev`, using that revision's schedule solver and step-time model."""
-    module_at(rev, "controllers/schedule.py", "schedule_at_rev")
+    """controllers/controller.py as it was at `rev`, using that revision's schedule solver (with its joint solver,
+    where it has one) and step-time model."""
+    solver = {}
+    found = subprocess.run(["git", "cat-file", "-e", f"{rev}:controllers/joint_k.py"], cwd=ROOT, check=False)
+    if found.returncode == 0:
+        module_at(rev, "controllers/joint_k.py", "joint_k_at_rev")
+        solver = {"from specgate.controllers.joint_k import": "from joint_k_at_rev import"}
+    module_at(rev, "controllers/schedule.py", "schedule_at_rev", solver)
     module_at(rev, "controllers/cost_model.py", "cost_model_at_rev")
     rewrite = {
         "from specgate.controllers.schedule import": "from schedule_at_rev import",
@@ -36,11 +44,13 @@ def controller_at(rev: str) -> ModuleType:
 
 
 def _controller(
-    routes: int, pools: int, rng: random.Random, code: ModuleType = controller
+    routes: int, pools: int, rng: random.Random, code: ModuleType = controller, max_num_seqs: int | None = None
 ) -> tuple[controller.SpeculationController, list[float]]:
     """A controller of `routes` routes over `pools` pools, and each route's acceptance (what `_observe` draws its
-    answers from), with 20 answers per route observed."""
-    pool_specs = [code.PoolSpec(f"p{i}", 4, "gpu") for i in range(pools)]
+    answers from), with 20 answers per route observed. `max_num_seqs`: every pool's (a revision without the field
+    runs without it)."""
+    full = {"max_num_seqs": max_num_seqs} if max_num_seqs and hasattr(code.PoolSpec("p", 4), "max_num_seqs") else {}
+    pool_specs = [code.PoolSpec(f"p{i}", 4, "gpu", **full) for i in range(pools)]
     route_specs = [code.RouteSpec(f"r{i}", f"p{i % pools}", 0, 4) for i in range(routes)]
     ctl = code.SpeculationController(code.ControllerSettings(min_dwell_s=0.0), route_specs, pool_specs)
     alphas = [rng.uniform(0.2, 0.9) for _ in range(routes)]
@@ -99,6 +109,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--baseline-code", metavar="REV", help="also time the controller of git revision REV, in turns")
     ap.add_argument(
+        "--max-num-seqs",
+        type=int,
+        help="every pool's engines' max_num_seqs (speculation.max_num_seqs): its batch size is solved for the mean "
+        "TPOT too (default: unset, as in the config)",
+    )
+    ap.add_argument(
         "--evidence",
         type=int,
         default=1,
@@ -110,7 +126,10 @@ def main() -> None:
     if args.baseline_code:
         codes[f"at {args.baseline_code}"] = controller_at(args.baseline_code)
     # The same routes and evidence for each code (same seed), the same loads tick by tick.
-    made = {name: _controller(args.routes, args.pools, random.Random(1), code) for name, code in codes.items()}
+    made = {
+        name: _controller(args.routes, args.pools, random.Random(1), code, args.max_num_seqs)
+        for name, code in codes.items()
+    }
     controllers = {name: ctl for name, (ctl, _) in made.items()}
     alphas = made["today"][1]  # the same for every code (same seed)
     evidence = {name: random.Random(3) for name in codes}

@@ -125,6 +125,10 @@ class PoolSpec:
     # The pool's measured step time, (floor s, s per token past the knee, knee tokens, draft token cost): the step-time
     # fit's prior in place of `prior`'s round numbers (its t3 per draft position stays `prior`'s, or the method's).
     step_time: tuple[float, float, float, float] | None = None
+    # The most requests the pool's engines run in one step (vLLM's `--max-num-seqs`), where the operator gives it: a
+    # batch that large is held there by a queue, and the routes' k there minimise their mean TPOT instead of the
+    # pool's goodput (controllers/schedule.py, `PoolProblem.full_at`). None: goodput at every batch size.
+    max_num_seqs: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,7 +416,14 @@ class SpeculationController:
         """The route as the optimiser sees it: batch share, bounds, expected lengths (pessimistic), SLO."""
         share = self._weight(rt, self.now) or 1e-6
         state = RouteState(
-            rt.spec.name, share, k_min, k_max, self._lengths(rt), rt.spec.tpot_slo_s, self._proposal_rate(rt)
+            rt.spec.name,
+            share,
+            k_min,
+            k_max,
+            self._lengths(rt),
+            rt.spec.tpot_slo_s,
+            self._proposal_rate(rt),
+            self._request_rate(rt),
         )
         if self._states_cache is not None:
             self._states_cache[rt.spec.name] = state
@@ -599,7 +610,8 @@ class SpeculationController:
             return {}, []
         max_k = 0 if self.kill_switch else self._pools[pool].max_k
         cost = self._cost[pool]
-        return route_schedules(states, cost.predict, step_many=cost.predict_many), batch_table(
+        full_at = self._pools[pool].max_num_seqs
+        return route_schedules(states, cost.predict, step_many=cost.predict_many, full_at=full_at), batch_table(
             states, cost.predict, max_k
         )
 
@@ -743,7 +755,8 @@ class SpeculationController:
             adapt = not self.paused and any(f is None for f in forced.values())
             states = self._states(members, forced) if adapt else []
             previous = {rt.spec.name: rt.schedule for rt in members}
-            plans.append((pool, members, batch, forced, PoolProblem(states, self._cost[pool.name].predict, previous)))
+            problem = PoolProblem(states, self._cost[pool.name].predict, previous, pool.max_num_seqs)
+            plans.append((pool, members, batch, forced, problem))
         problems = [plan[4] for plan in plans]
         models = [self._cost[plan[0].name] for plan in plans]
         # One pool a tick searches its step-time shape (the one longest due), the rest refit the shape they have:

@@ -2,7 +2,9 @@
 
 Each (pool, batch size) is one problem (controllers/policy.py's objective): maximise goodput
 B * sum_r w_r L_r(k_r) / T(B, kbar, kmax) with kbar = sum_r w_r q_r k_r and kmax the largest k of a route with
-traffic, fewest SLO violations first. It is solved in two moves:
+traffic, fewest SLO violations first; or, where the batch is held at the engine's limit (`OBJECTIVES`), the mean TPOT
+over requests, B * H / T with H the harmonic mean of the routes' L_r(k_r) by request share: the same moves with
+-1 / L_r(k) in place of L_r(k) (both concave in k). It is solved in two moves:
 
 1. **Starts from the Lagrangian.** Fix the largest k at M and price a unit of mean drafts at mu: each route then
    takes its own argmax of w_r L_r(k) - mu w_r q_r k (separable). Every M and every mu at which some route's choice
@@ -31,13 +33,18 @@ import numpy as np
 import numpy.typing as npt
 from specgate.controllers.policy import RouteState
 
-__all__ = ["GroupStepTime", "PoolArrays", "hull_starts", "polish", "score"]
+__all__ = ["OBJECTIVES", "GroupStepTime", "PoolArrays", "hull_starts", "polish", "score"]
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 # The step time over arrays of (batch, mean k, largest k), for rows of several pools: the first array says which
 # pool (by index) each row (leading axis) is.
 GroupStepTime = Callable[[Ints, Floats, Floats, Floats], Floats]
+# What a (pool, batch size) maximises: "goodput", B * sum_r w_r L_r / T (tokens per second), or "tpot", the mean TPOT
+# over requests minimised, B * H / T with H the harmonic mean of the routes' L_r by request share (where the batch is
+# held at the engine's limit by a queue, tokens per second no longer shorten requests and so shrink the batch, and what
+# requests see is their TPOT).
+OBJECTIVES = ("goodput", "tpot")
 
 TOL = 1e-9
 # A price of drafts above every slope: every route at its cheapest k.
@@ -50,7 +57,7 @@ class PoolArrays:
     """The routes of every pool as arrays (pool, route slot, k), padded to the largest pool with share-0 routes fixed
     at k = 0. A pool without routes is all padding."""
 
-    def __init__(self, groups: Sequence[Sequence[RouteState]]) -> None:
+    def __init__(self, groups: Sequence[Sequence[RouteState]], objective: str = "goodput") -> None:
         n = len(groups)
         self.width = width = max(1, max((len(routes) for routes in groups), default=0))
         self.k1 = k1 = max((r.k_max for routes in groups for r in routes), default=0) + 1
@@ -79,6 +86,25 @@ class PoolArrays:
         # A route's weight in the mean drafts per step: its share times its proposal rate.
         self.wq = (share * rate).reshape(n, width)
         self.has_slo = bool(np.isfinite(self.target).any())
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective {objective!r}: one of {', '.join(OBJECTIVES)}")
+        self.tpot = objective == "tpot"
+        # What the objective sums over a pool's routes, each weighted by `u`: E[L(k)] by batch share (goodput), or
+        # -1 / E[L(k)] by request share (mean TPOT; concave in k like E[L(k)], so the Lagrangian starts still apply).
+        # Request shares from the routes' finished requests per second; batch shares where none is known.
+        self.val = -1.0 / self.tab if self.tpot else self.tab
+        self.u = self.w
+        if self.tpot:
+            rates = np.zeros(n * width)
+            rates[at] = [r.request_rate or 0.0 for r in routes]
+            by_pool = rates.reshape(n, width)
+            total = by_pool.sum(axis=1, keepdims=True)
+            self.u = np.where(total > 0, by_pool / np.where(total > 0, total, 1.0), self.w)
+
+    def num(self, value: Floats) -> Floats:
+        """Tokens per step per request from the weighted sum of `val`: the sum itself (goodput), or the harmonic mean
+        of the routes' E[L] by request share (mean TPOT: the step time over it is the routes' mean TPOT)."""
+        return np.asarray(-1.0 / value, dtype=np.float64) if self.tpot else value
 
 
 def _violation(step: Floats, lengths: Floats, target: Floats) -> Floats:
@@ -102,17 +128,22 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     g, width, k1 = pools.tab.shape
     ks_axis = np.arange(k1)
     w, wq, tab, live = pools.w, pools.wq, pools.tab, pools.live
+    val = pools.val
     # Prices: 0, one above all, and every slope of a route's tokens per unit of mean drafts between consecutive k
     # (E[L(k)] is concave: its increments are survival probabilities, so these are its hull's slopes, the only prices
     # where its choice changes). Each slope is taken a hair above itself, where the route already prefers the smaller
     # k (at the slope itself the two tie, and rounding would pick either), so each interval between two slopes is
     # represented by a price inside it.
     rate = np.where(w > 0, wq / np.where(w > 0, w, 1.0), 0.0)
-    slopes = np.diff(tab, axis=2) / np.maximum(rate, 1e-12)[:, :, None] * (1 + _NUDGE)
+    steps_up = np.diff(val, axis=2)
+    if pools.u is not pools.w:
+        gain = np.where(w > 0, pools.u / np.where(w > 0, w, 1.0), 1.0)  # objective weight per unit of batch share
+        steps_up = steps_up * gain[:, :, None]
+    slopes = steps_up / np.maximum(rate, 1e-12)[:, :, None] * (1 + _NUDGE)
     prices = np.concatenate([np.zeros((g, 1)), slopes.reshape(g, -1), np.full((g, 1), _PRICE_CEILING)], axis=1)
     # Route slot first and k outermost: the running argmax over k and the sums over routes below are then
     # elementwise operations on whole arrays, not reductions along a short last axis (several times faster).
-    tokens = np.moveaxis(w[:, :, None] * tab, (0, 1, 2), (2, 1, 0))[..., None]  # (k, slot, pool, 1)
+    tokens = np.moveaxis(pools.u[:, :, None] * val, (0, 1, 2), (2, 1, 0))[..., None]  # (k, slot, pool, 1)
     drafts = (wq.T[None, :, :, None] * ks_axis[:, None, None, None]) * prices[None, None, :, :]
     allowed = np.moveaxis(pools.allowed, (0, 1, 2), (2, 1, 0))[..., None]
     value = np.where(allowed, tokens - drafts, -np.inf)  # (k, slot, pool, price)
@@ -135,7 +166,8 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     ok = reach[:, cap]  # (pool, candidate)
     flat = (np.arange(g)[None, :, None] * width + np.arange(width)[:, None, None]) * k1
     lengths = np.take(tab, flat + ks)  # (slot, pool, candidate)
-    num = (lengths * w.T[:, :, None]).sum(axis=0)
+    values = np.take(val, flat + ks) if pools.tpot else lengths
+    num = pools.num((values * pools.u.T[:, :, None]).sum(axis=0))
     kbar = (ks * wq.T[:, :, None]).sum(axis=0)
     kmax = np.where(live.T[:, :, None], ks, 0).max(axis=0).astype(np.float64)
     b = batch[None, :, None]
@@ -150,23 +182,26 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
 
 
 def _totals(pools: PoolArrays, group: Ints, ks: Ints) -> tuple[Floats, Floats, Floats, Ints]:
-    """Per row (pool number `group`, the routes' `ks`): each route's E[L(k)], the share-weighted tokens per step,
-    the mean drafts per step and the routes' ks with those of routes without traffic at 0 (their max is kmax)."""
-    lengths = pools.tab[group[:, None], np.arange(ks.shape[1])[None, :], ks]
-    num = (lengths * pools.w[group]).sum(axis=1)
+    """Per row (pool number `group`, the routes' `ks`): each route's E[L(k)], the objective's weighted sum over the
+    routes (`PoolArrays.val`: for goodput, the share-weighted tokens per step), the mean drafts per step and the
+    routes' ks with those of routes without traffic at 0 (their max is kmax)."""
+    at = (group[:, None], np.arange(ks.shape[1])[None, :], ks)
+    lengths = pools.tab[at]
+    num = ((pools.val[at] if pools.tpot else lengths) * pools.u[group]).sum(axis=1)
     kbar = (ks * pools.wq[group]).sum(axis=1)
     return lengths, num, kbar, np.where(pools.live[group], ks, 0)
 
 
 def score(pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, step: GroupStepTime) -> tuple[Floats, Floats]:
-    """(SLO violation, goodput) of each row: pool number `group`, batch size `batch`, the routes' `ks` (rows, slots)."""
+    """(SLO violation, goodput) of each row: pool number `group`, batch size `batch`, the routes' `ks` (rows, slots).
+    Under the mean-TPOT objective the second is B * H / T (`PoolArrays`), larger being better likewise."""
     lengths, num, kbar, masked = _totals(pools, group, ks)
     steps = step(group, batch, kbar, masked.max(axis=1).astype(np.float64))
     if pools.has_slo:
         violation = _violation(steps, lengths, pools.target[group])
     else:
         violation = np.zeros(len(ks), dtype=np.float64)
-    return violation, batch * num / steps
+    return violation, batch * pools.num(num) / steps
 
 
 def polish(
@@ -204,7 +239,12 @@ def _best_moves(
     top = ranked[:, -1:]
     second = ranked[:, -2:-1] if width > 1 else np.zeros((n, 1), dtype=masked.dtype)
     others = np.where(masked == top, second, top)[:, :, None].astype(np.float64)  # largest k of the other slots
-    t_num = (num[:, None] - w * lengths)[:, :, None] + w[:, :, None] * tab
+    # The objective's term of each route as it stands and at every k (`PoolArrays.val`, weighted by `u`).
+    val, now_val, u = tab, lengths, w
+    if pools.tpot:
+        val, u = pools.val[group], pools.u[group]
+        now_val = np.take_along_axis(val, ks[:, :, None], axis=2)[..., 0]
+    t_num = pools.num((num[:, None] - u * now_val)[:, :, None] + u[:, :, None] * val)
     t_kbar = (kbar[:, None] - wq * ks)[:, :, None] + wq[:, :, None] * karange
     t_kmax = np.where(live[:, :, None], np.maximum(others, karange), others)
     b = batch[:, None, None]
@@ -212,7 +252,7 @@ def _best_moves(
     allowed = pools.allowed[group]
     goodput = np.where(allowed, b * t_num / steps, -np.inf).reshape(n, -1)
     here_step = step(group, batch, kbar, top[:, 0].astype(np.float64))
-    here_good = batch * num / here_step
+    here_good = batch * pools.num(num) / here_step
     if pools.has_slo:
         target = pools.target[group]
         # Every route's violation at each trial's step time with today's lengths, then the moved route's own term.

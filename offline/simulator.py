@@ -616,8 +616,14 @@ class Adaptive:
     def __post_init__(self) -> None:
         routes = [RouteSpec(r.name, "sim", 0, self.scenario.max_k, None, r.tpot_slo_s) for r in self.scenario.routes]
         prior = _PRIOR_OF_PROFILE.get(self.scenario.profile, "gpu")
+        # The engine's step limit, as an operator configures it (`speculation.max_num_seqs`).
         pool = PoolSpec(
-            "sim", self.scenario.max_k, prior, self.scenario.method, step_time=self.scenario.step_time_prior
+            "sim",
+            self.scenario.max_k,
+            prior,
+            self.scenario.method,
+            step_time=self.scenario.step_time_prior,
+            max_num_seqs=self.scenario.max_batch,
         )
         self.ctl = SpeculationController(self.settings, routes, [pool])
 

@@ -97,6 +97,7 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
             p.speculation.method,
             p.speculation.draft_cost,
             _step_time(p.speculation.step_time),
+            p.speculation.max_num_seqs,
         )
         for p in config.pools
     ]

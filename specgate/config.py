@@ -195,6 +195,11 @@ class SpeculationConfig(_Strict):
     draft_cost: Annotated[float, Field(ge=0, le=2)] | None = None
     # The pool's step time as measured on its engines (StepTimeConfig); unset: `controller.cost_prior`'s.
     step_time: StepTimeConfig | None = None
+    # The engines' `--max-num-seqs` (the most requests one step runs). A batch that large is held there by a queue:
+    # there the controller picks the routes' k for their mean TPOT rather than for the pool's tokens per second
+    # (docs/controller.md). Unset: tokens per second at every batch size (vLLM's default differs by GPU: 256, or 1024
+    # on H100/H200-class cards, 128 on CPU).
+    max_num_seqs: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> SpeculationConfig:
@@ -208,6 +213,8 @@ class SpeculationConfig(_Strict):
             raise ValueError("acceptance_from 'counters' needs speculation (method != 'none')")
         if self.draft_cost is not None and self.method == "none":
             raise ValueError("draft_cost needs speculation (method != 'none')")
+        if self.max_num_seqs is not None and self.method == "none":
+            raise ValueError("max_num_seqs needs speculation (method != 'none'): without drafts it decides nothing")
         if self.step_time is not None and self.method == "none":
             raise ValueError("step_time needs speculation (method != 'none'): without drafts nothing is decided by it")
         return self

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
+import random
+from itertools import pairwise, product
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -160,3 +161,97 @@ def test_schedule_gains_skip_pools_without_routes_or_history() -> None:
     route = RouteState("r", 1.0, 0, 4, lengths(0.7))
     empty, fresh = PoolProblem([], gpu_like, {}), PoolProblem([route], gpu_like, None)
     assert schedule_gains([empty, fresh], [{}, {"r": ((1, 2),)}]) == [None, None]
+
+
+def _mean_tpot(routes: list[RouteState], ks: tuple[int, ...], batch: float) -> float:
+    """The routes' mean TPOT over requests (request shares from `request_rate`) at `batch` with these ks."""
+    total = sum(r.share for r in routes)
+    kbar = sum(r.share / total * r.proposal_rate * k for r, k in zip(routes, ks, strict=True))
+    step = gpu_like(batch, kbar, max(ks))
+    rate = sum(r.request_rate or 0.0 for r in routes)
+    return step * sum((r.request_rate or 0.0) / rate / r.lengths[k] for r, k in zip(routes, ks, strict=True))
+
+
+def _goodput(routes: list[RouteState], ks: tuple[int, ...], batch: float) -> float:
+    total = sum(r.share for r in routes)
+    kbar = sum(r.share / total * r.proposal_rate * k for r, k in zip(routes, ks, strict=True))
+    tokens = sum(r.share / total * r.lengths[k] for r, k in zip(routes, ks, strict=True))
+    return batch * tokens / gpu_like(batch, kbar, max(ks))
+
+
+def test_a_full_batch_takes_the_ks_of_the_least_mean_tpot_not_the_most_goodput() -> None:
+    """Where the engine's batch is full (`full_at`, its max_num_seqs) a queue holds it there: tokens per second no
+    longer shrink the batch, and what requests see is their TPOT. Code's extra drafts add tokens but slow chat's many
+    short requests more than they speed code's few."""
+    routes = [
+        RouteState("code", 0.5, 0, 4, lengths(0.9), request_rate=1.0),
+        RouteState("chat", 0.5, 0, 4, lengths(0.2), request_rate=3.0),
+    ]
+    every = list(product(range(5), repeat=2))
+    least_tpot = min(every, key=lambda ks: _mean_tpot(routes, ks, 24))
+    most_goodput = max(every, key=lambda ks: _goodput(routes, ks, 24))
+    assert least_tpot != most_goodput  # the two objectives disagree here
+    full = route_schedules(routes, gpu_like, full_at=24)
+    assert (k_at(full["code"], 24), k_at(full["chat"], 24)) == least_tpot
+    plain = route_schedules(routes, gpu_like)
+    assert (k_at(plain["code"], 24), k_at(plain["chat"], 24)) == most_goodput
+    # Below the full batch nothing changes.
+    assert all(k_at(full[r.name], b) == k_at(plain[r.name], b) for r in routes for b in BATCH_GRID if b < 24)
+
+
+def test_a_full_batch_off_the_grid_is_solved_at_its_own_size() -> None:
+    routes = [RouteState("code", 1.0, 0, 4, lengths(0.9), request_rate=1.0)]
+    (code,) = route_schedules(routes, gpu_like, full_at=40).values()
+    assert 40 in [lo for lo, _ in code] or k_at(code, 40) == k_at(code, 39)
+    assert k_at(code, 40) == min(range(5), key=lambda k: _mean_tpot(routes, (k,), 40))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0.05, 0.95), st.floats(0.05, 1.0), st.floats(0.1, 5.0)), min_size=1, max_size=3),
+    st.sampled_from([8, 16, 24, 32, 48, 64, 96]),
+)
+def test_a_full_batch_never_has_a_worse_mean_tpot_than_goodputs_choice(spec: list[tuple], batch: int) -> None:
+    routes = [RouteState(f"r{i}", s[1], 0, 4, lengths(s[0]), request_rate=s[2]) for i, s in enumerate(spec)]
+    full = route_schedules(routes, gpu_like, full_at=batch)
+    plain = route_schedules(routes, gpu_like)
+    got = _mean_tpot(routes, tuple(k_at(full[r.name], batch) for r in routes), batch)
+    assert got <= _mean_tpot(routes, tuple(k_at(plain[r.name], batch) for r in routes), batch) * (1 + 1e-9)
+
+
+def test_a_full_batch_is_near_the_least_mean_tpot_of_exhaustive_search() -> None:
+    """The ascent is not exact past a knee, as for goodput: over 300 fixed random problems it finds the least mean
+    TPOT in nearly all and is never far off (measured over 4,000: 6 missed, by 2.0% at worst)."""
+    rng = random.Random(11)
+    misses, worst = 0, 1.0
+    for _ in range(300):
+        batch = rng.choice([8, 16, 24, 32, 48, 64, 96])
+        routes = [
+            RouteState(
+                f"r{i}", rng.uniform(0.05, 1.0), 0, 4, lengths(rng.uniform(0.05, 0.95)), None, 1.0, rng.uniform(0.1, 5)
+            )
+            for i in range(rng.randint(1, 3))
+        ]
+        least = min(_mean_tpot(routes, ks, batch) for ks in product(range(5), repeat=len(routes)))
+        chosen = route_schedules(routes, gpu_like, full_at=batch)
+        ratio = _mean_tpot(routes, tuple(k_at(chosen[r.name], batch) for r in routes), batch) / least
+        misses += ratio > 1 + 1e-9
+        worst = max(worst, ratio)
+    assert misses <= 3
+    assert worst <= 1.03
+
+
+def test_schedule_gains_at_a_full_batch_compare_mean_tpot() -> None:
+    """The hysteresis test reads a full batch's cell under the same objective the solver used there."""
+    routes = [
+        RouteState("code", 0.5, 0, 4, lengths(0.9), request_rate=1.0),
+        RouteState("chat", 0.5, 0, 4, lengths(0.2), request_rate=3.0),
+    ]
+    old = {"code": ((1, 3),), "chat": ((1, 0),)}  # goodput's answer at 24
+    new = {"code": ((1, 2),), "chat": ((1, 1),)}  # mean TPOT's
+    (gained,) = schedule_gains([PoolProblem(routes, gpu_like, old, full_at=24)], [new], grid=(24,))
+    assert gained is not None and gained.at == 24
+    expected = _mean_tpot(routes, (3, 0), 24) / _mean_tpot(routes, (2, 1), 24) - 1
+    assert abs(gained.gain - expected) <= 1e-9
+    (as_goodput,) = schedule_gains([PoolProblem(routes, gpu_like, old)], [new], grid=(24,))
+    assert as_goodput is not None and as_goodput.gain == 0.0  # by goodput the new ones are worse

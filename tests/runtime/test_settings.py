@@ -94,3 +94,22 @@ def test_every_controller_setting_in_the_config_reaches_the_controller() -> None
     defaults = build_controller(validate_config({"pools": [pool]})).settings
     for key in ControllerConfig.model_fields.keys() - {"enabled", "cost_prior"}:
         assert getattr(defaults, key) == getattr(ControllerConfig(), key), key
+
+
+def test_the_engines_max_num_seqs_reaches_the_pools_schedule_problem() -> None:
+    """`speculation.max_num_seqs`: the batch size from which the pool's routes take the ks of the least mean TPOT
+    (controllers/schedule.py, `PoolProblem.full_at`); unset, goodput at every batch size."""
+    from specgate.runtime.settings import build_controller
+
+    from specgate.config import ConfigError, validate_config
+
+    pool = {"name": "p", "model": "m", "endpoints": ["http://127.0.0.1:9"]}
+    speculation = {"method": "eagle", "max_k": 4}
+    full = build_controller(validate_config({"pools": [{**pool, "speculation": {**speculation, "max_num_seqs": 192}}]}))
+    plain = build_controller(validate_config({"pools": [{**pool, "speculation": speculation}]}))
+    assert full._pools["p"].max_num_seqs == 192
+    assert plain._pools["p"].max_num_seqs is None
+    with pytest.raises(ConfigError, match="max_num_seqs needs speculation"):
+        validate_config({"pools": [{**pool, "speculation": {"method": "none", "max_num_seqs": 192}}]})
+    with pytest.raises(ConfigError, match="max_num_seqs"):
+        validate_config({"pools": [{**pool, "speculation": {**speculation, "max_num_seqs": 0}}]})
