@@ -97,14 +97,28 @@ class PoolArrays:
         if self.tpot:
             rates = np.zeros(n * width)
             rates[at] = [r.request_rate or 0.0 for r in routes]
-            by_pool = rates.reshape(n, width)
-            total = by_pool.sum(axis=1, keepdims=True)
-            self.u = np.where(total > 0, by_pool / np.where(total > 0, total, 1.0), self.w)
+            self.u = _request_shares(rates.reshape(n, width), self.w)
 
     def num(self, value: Floats) -> Floats:
         """Tokens per step per request from the weighted sum of `val`: the sum itself (goodput), or the harmonic mean
-        of the routes' E[L] by request share (mean TPOT: the step time over it is the routes' mean TPOT)."""
-        return np.asarray(-1.0 / value, dtype=np.float64) if self.tpot else value
+        of the routes' E[L] by request share (mean TPOT: the step time over it is the routes' mean TPOT). A pool
+        without routes sums to 0 there (-inf, never chosen)."""
+        if not self.tpot:
+            return value
+        with np.errstate(divide="ignore"):
+            return np.asarray(-1.0 / value, dtype=np.float64)
+
+
+def _request_shares(rates: Floats, w: Floats) -> Floats:
+    """Each route's share of its pool's requests (pool, slot) from finished requests per second; a route with batch
+    share but no finished request yet (its requests are long, or new) counts at its pool's requests per unit of batch
+    share; batch shares where no route of the pool has a rate."""
+    known = rates > 0
+    counted = (w * known).sum(axis=1, keepdims=True)
+    per_share = np.where(counted > 0, (rates * known).sum(axis=1, keepdims=True) / np.maximum(counted, 1e-300), 1.0)
+    filled = np.where(known, rates, w * per_share)
+    total = filled.sum(axis=1, keepdims=True)
+    return np.asarray(np.where(total > 0, filled / np.where(total > 0, total, 1.0), w), dtype=np.float64)
 
 
 def _violation(step: Floats, lengths: Floats, target: Floats) -> Floats:

@@ -18,6 +18,7 @@ each batch size, in the shape of vLLM's `num_speculative_tokens_per_batch_size` 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -251,7 +252,7 @@ def plan_schedules(
     """What each tick needs per pool: the fresh schedules (`pool_schedules`) and how much they gain over the pool's
     `previous` ones (`schedule_gains`; None without routes or previous schedules). One set of arrays and one solve
     serve both: the fresh schedules' figures are the solver's own."""
-    sizes = _sizes(problems, grid)
+    sizes = sorted(set(grid))
     g = len(sizes)
     live = [i for i, pr in enumerate(problems) if pr.routes]
     if not live or not g:
@@ -264,28 +265,23 @@ def plan_schedules(
     }
     starts = [held.get(i) if pr.previous else None for i, pr in enumerate(problems)]
     step = step_many or _grouped([pr.step_time for pr in problems])
-    pools = _Objectives(problems, sizes)
-    best = _solve(pools.goodput, live, [float(b) for b in sizes], starts, step)
-    if pools.full:
-        best = _with_full(best, pools, sizes, starts, step)
-    chosen: list[list[list[int]]] = best.ks.transpose(0, 2, 1).tolist()  # (pool, slot, batch size)
-    before: tuple[Floats, Floats] | None = None
-    if held:
-        group = np.repeat(np.asarray(list(held), dtype=np.int64), g)
-        cell = np.tile(np.arange(g, dtype=np.int64), len(held))
-        before = pools.score(group, cell, _padded([row for rows in held.values() for row in rows], pools.width), step)
+    pools = PoolArrays([pr.routes for pr in problems])
+    best = _solve(pools, live, [float(b) for b in sizes], starts, step)
+    cells = _Cells(problems, pools, sizes)
+    cells.solve(best, starts, step)
+    previous = [pr.previous if i in held else None for i, pr in enumerate(problems)]
+    before = cells.score(previous, step, held) if held else None
     out: list[tuple[Mapping[str, Schedule], Gain | None]] = []
-    place = {i: n for n, i in enumerate(held)}
-    grid_key = tuple(sizes)
     for i, pr in enumerate(problems):
         if not pr.routes:
             out.append(({}, None))
             continue
-        fresh = {r.name: _compressed(grid_key, tuple(chosen[i][n])) for n, r in enumerate(pr.routes)}
+        own, ks, violation, value = cells.of(i)
+        chosen: list[list[int]] = ks.T.tolist()  # (slot, batch size)
+        fresh = {r.name: _compressed(own, tuple(chosen[n])) for n, r in enumerate(pr.routes)}
         gain = None
-        if before is not None and i in place:
-            span = slice(place[i] * g, (place[i] + 1) * g)
-            gain = _gain(sizes, before[0][span], before[1][span], best.violation[i], best.goodput[i])
+        if before is not None and i in held:
+            gain = _gain(own, before[0][i], before[1][i], violation, value)
         out.append((fresh, gain))
     return out
 
@@ -303,64 +299,116 @@ def route_schedules(
     return pool_schedules([PoolProblem(routes, step_time, previous, full_at)], grid, many)[0]
 
 
-def _sizes(problems: Sequence[PoolProblem], grid: Sequence[int]) -> list[int]:
-    """The batch sizes solved: the grid's and each pool's full batch (`PoolProblem.full_at`)."""
-    return sorted(set(grid) | {pr.full_at for pr in problems if pr.full_at is not None and pr.routes})
+def _full_sizes(full_at: int | None, sizes: Sequence[int]) -> tuple[int, ...]:
+    """A pool's batch sizes solved for the mean TPOT: its full batch and the grid's beyond it (none without one)."""
+    return () if full_at is None else tuple(sorted({full_at, *(b for b in sizes if b >= full_at)}))
 
 
-class _Objectives:
-    """The pools' routes as arrays under each objective, and which (pool, batch size) cells are full (at or past
-    `PoolProblem.full_at`: mean TPOT there, goodput elsewhere)."""
+class _Cells:
+    """Each pool's batch sizes and their answers: the grid's below its full batch (goodput), then its full batch and
+    the grid's beyond it (mean TPOT; `PoolProblem.full_at`). A pool without one has the grid's alone, exactly as solved
+    without any: the full batches of other pools are not its batch sizes."""
 
-    def __init__(self, problems: Sequence[PoolProblem], sizes: Sequence[int]) -> None:
-        groups = [pr.routes for pr in problems]
-        self.sizes = np.asarray(sizes, dtype=np.float64)
-        self.goodput = PoolArrays(groups)
-        self.width = self.goodput.width
-        limits = np.array([np.inf if pr.full_at is None else pr.full_at for pr in problems], dtype=np.float64)
-        # (pool, batch size): the mean-TPOT cells.
-        self.is_full = self.sizes[None, :] >= limits[:, None]
-        self.full = [i for i, pr in enumerate(problems) if pr.routes and self.is_full[i].any()]
-        self.tpot = PoolArrays(groups, "tpot") if self.full else None
+    def __init__(self, problems: Sequence[PoolProblem], pools: PoolArrays, sizes: Sequence[int]) -> None:
+        self.problems, self.pools, self.sizes = problems, pools, list(sizes)
+        self.full = [i for i, pr in enumerate(problems) if pr.routes and pr.full_at is not None]
+        self.full_sizes = sorted({b for i in self.full for b in _full_sizes(problems[i].full_at, sizes)})
+        self.tpot = PoolArrays([pr.routes for pr in problems], "tpot") if self.full else None
+        # The answers (`solve`): at the grid's sizes, and at the full sizes.
+        self.best: _Best | None = None
+        self.full_best: _Best | None = None
+
+    def solve(self, best: _Best, starts: Sequence[Sequence[tuple[int, ...]] | None], step: GroupStepTime) -> None:
+        """Take `best`, the grid's answers, and solve the pools' full batches (and the grid's sizes beyond them) for the
+        mean TPOT, from the same kinds of starts as every cell (the Lagrangian's, the neighbours', the schedules in
+        force where `starts` has them) and goodput's answer at the grid's size at or below. The ascent stops at local
+        optima past a knee: against exhaustive search over random problems, the least mean TPOT was missed in 7 of
+        1,500 without goodput's answer as a start (by 2.1% at worst) and in 6 of 4,000 with it (2.0%); without the
+        Lagrangian's starts, in 250 of 4,000 (25%)."""
+        self.best = best
+        if self.tpot is None:
+            return
+        held = [
+            _on_grid(pr.routes, pr.previous, self.full_sizes) if i in self.full and pr.previous and starts[i] else None
+            for i, pr in enumerate(self.problems)
+        ]
+        below = np.maximum(np.searchsorted(self.sizes, self.full_sizes, side="right") - 1, 0)
+        sizes = [float(b) for b in self.full_sizes]
+        self.full_best = _solve(self.tpot, self.full, sizes, held, step, best.ks[:, below])
+
+    def _split(self, i: int) -> tuple[list[int], list[int]]:
+        """Pool `i`'s cells: indices into the grid's sizes (goodput), then into the full sizes (mean TPOT)."""
+        full_at = self.problems[i].full_at
+        if full_at is None or i not in self.full:
+            return list(range(len(self.sizes))), []
+        own = set(_full_sizes(full_at, self.sizes))
+        grid = [j for j, b in enumerate(self.sizes) if b < full_at]
+        return grid, [c for c, b in enumerate(self.full_sizes) if b in own]
+
+    def sizes_of(self, i: int) -> tuple[int, ...]:
+        """Pool `i`'s batch sizes, ascending."""
+        grid, full = self._split(i)
+        return tuple([self.sizes[j] for j in grid] + [self.full_sizes[c] for c in full])
+
+    def of(self, i: int) -> tuple[tuple[int, ...], npt.NDArray[np.int64], Floats, Floats]:
+        """Pool `i`'s batch sizes and, at each, the routes' ks (batch size, slot), SLO violation and objective."""
+        grid, full = self._split(i)
+        own = self.sizes_of(i)
+        assert self.best is not None
+        if not full:
+            return own, self.best.ks[i], self.best.violation[i], self.best.goodput[i]
+        assert self.full_best is not None
+        ks = np.concatenate([self.best.ks[i, grid], self.full_best.ks[i, full]])
+        violation = np.concatenate([self.best.violation[i, grid], self.full_best.violation[i, full]])
+        value = np.concatenate([self.best.goodput[i, grid], self.full_best.goodput[i, full]])
+        return own, ks, violation, value
 
     def score(
-        self, group: npt.NDArray[np.int64], cell: npt.NDArray[np.int64], ks: npt.NDArray[np.int64], step: GroupStepTime
-    ) -> tuple[Floats, Floats]:
-        """`joint_k.score` of each row (pool `group`, batch size number `cell` of the sizes solved), under its cell's
-        objective."""
-        batch = self.sizes[cell]
-        violation, value = score(self.goodput, group, batch, ks, step)
-        if self.tpot is not None:
-            full = self.is_full[group, cell]
-            if full.any():
-                v, t = score(self.tpot, group[full], batch[full], ks[full], step)
-                violation[full], value[full] = v, t
-        return violation, value
-
-
-def _with_full(
-    best: _Best,
-    pools: _Objectives,
-    sizes: Sequence[int],
-    starts: Sequence[Sequence[tuple[int, ...]] | None],
-    step: GroupStepTime,
-) -> _Best:
-    """`best` with each pool's full cells (`_Objectives`) solved again for the mean TPOT, from the same kinds of
-    starts (the Lagrangian's, the neighbours', the schedules in force at those cells) and goodput's answer there. The
-    ascent stops at local optima past a knee: against exhaustive search over random problems, the least mean TPOT was
-    missed in 7 of 1,500 without goodput's answer as a start (by 2.1% at worst) and in 6 of 4,000 with it (2.0%);
-    without the Lagrangian's starts, in 250 of 4,000 (25%)."""
-    assert pools.tpot is not None
-    cells = [j for j in range(len(sizes)) if pools.is_full[:, j].any()]
-    sub_starts = [None if st is None else [st[j] for j in cells] for st in starts]
-    at = np.asarray(cells, dtype=np.int64)
-    sub = _solve(pools.tpot, pools.full, [float(sizes[j]) for j in cells], sub_starts, step, best.ks[:, at])
-    ks, violation, value = best.ks.copy(), best.violation.copy(), best.goodput.copy()
-    full = pools.is_full[:, at]  # (pool, full cell)
-    ks[:, at] = np.where(full[:, :, None], sub.ks, ks[:, at])
-    violation[:, at] = np.where(full, sub.violation, violation[:, at])
-    value[:, at] = np.where(full, sub.goodput, value[:, at])
-    return _Best(ks, violation, value)
+        self,
+        schedules: Sequence[Mapping[str, Schedule] | None],
+        step: GroupStepTime,
+        at_grid: Mapping[int, Sequence[tuple[int, ...]]] | None = None,
+    ) -> tuple[dict[int, Floats], dict[int, Floats]]:
+        """(SLO violation, objective) of the schedules given for each pool (None: not scored) at each of its batch
+        sizes (`of`), every pool in one pass per objective; `at_grid`: their ks at the grid's sizes where already
+        read (`_on_grid`)."""
+        parts: dict[bool, tuple[list[int], list[int], list[tuple[int, ...]]]] = {
+            False: ([], [], []),
+            True: ([], [], []),
+        }
+        for i, given in enumerate(schedules):
+            if given is None:
+                continue
+            routes = self.problems[i].routes
+            grid, full = self._split(i)
+            read = at_grid[i] if at_grid is not None and i in at_grid else _on_grid(routes, given, self.sizes)
+            for tpot, cells, ks in (
+                (False, grid, read),
+                (True, full, _on_grid(routes, given, self.full_sizes) if full else []),
+            ):
+                group, index, rows = parts[tpot]
+                group += [i] * len(cells)
+                index += cells
+                rows += [ks[c] for c in cells]
+        violation: dict[int, list[Floats]] = {}
+        value: dict[int, list[Floats]] = {}
+        for tpot, (group, index, rows) in parts.items():
+            if not group:
+                continue
+            arrays = self.tpot if tpot else self.pools
+            assert arrays is not None
+            sizes = np.asarray(self.full_sizes if tpot else self.sizes, dtype=np.float64)
+            v, t = score(arrays, np.array(group, dtype=np.int64), sizes[index], _padded(rows, arrays.width), step)
+            # Rows are pool by pool: each pool's a run of them.
+            start = 0
+            for i, n in Counter(group).items():
+                violation.setdefault(i, []).append(v[start : start + n])
+                value.setdefault(i, []).append(t[start : start + n])
+                start += n
+        return (
+            {i: np.concatenate(got) if len(got) > 1 else got[0] for i, got in violation.items()},
+            {i: np.concatenate(got) if len(got) > 1 else got[0] for i, got in value.items()},
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,24 +434,13 @@ def schedule_gains(
     live = [i for i, pr in enumerate(problems) if pr.routes and pr.previous is not None]
     if not live or not grid:
         return out
-    sizes = _sizes(problems, grid)
-    group: list[int] = []
-    starts: list[tuple[int, ...]] = []
-    for i in live:
-        pr = problems[i]
-        assert pr.previous is not None
-        for schedules in (pr.previous, fresh[i]):
-            at = _on_grid(pr.routes, schedules, sizes)
-            group += [i] * len(at)
-            starts += at
+    sizes = sorted(set(grid))
     step = step_many or _grouped([pr.step_time for pr in problems])
-    pools = _Objectives(problems, sizes)
-    g = len(sizes)
-    cell = np.tile(np.arange(g, dtype=np.int64), 2 * len(live))
-    violation, goodput = pools.score(np.array(group, dtype=np.int64), cell, _padded(starts, pools.width), step)
-    for n, i in enumerate(live):
-        old, new = slice(2 * n * g, (2 * n + 1) * g), slice((2 * n + 1) * g, (2 * n + 2) * g)
-        out[i] = _gain(sizes, violation[old], goodput[old], violation[new], goodput[new])
+    cells = _Cells(problems, PoolArrays([pr.routes for pr in problems]), sizes)
+    old_v, old_g = cells.score([pr.previous if i in live else None for i, pr in enumerate(problems)], step)
+    new_v, new_g = cells.score([fresh[i] if i in live else None for i in range(len(problems))], step)
+    for i in live:
+        out[i] = _gain(cells.sizes_of(i), old_v[i], old_g[i], new_v[i], new_g[i])
     return out
 
 

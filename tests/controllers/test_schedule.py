@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import random
+import warnings
 from itertools import pairwise, product
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from specgate.controllers.joint_k import PoolArrays
 from specgate.controllers.policy import RouteState, evaluate
-from specgate.controllers.schedule import BATCH_GRID, PoolProblem, batch_table, route_schedules, schedule_gains
+from specgate.controllers.schedule import (
+    BATCH_GRID,
+    PoolProblem,
+    batch_table,
+    plan_schedules,
+    route_schedules,
+    schedule_gains,
+)
 
 
 def gpu_like(b: float, kbar: float, kmax: float) -> float:
@@ -201,9 +211,60 @@ def test_a_full_batch_takes_the_ks_of_the_least_mean_tpot_not_the_most_goodput()
 
 def test_a_full_batch_off_the_grid_is_solved_at_its_own_size() -> None:
     routes = [RouteState("code", 1.0, 0, 4, lengths(0.9), request_rate=1.0)]
-    (code,) = route_schedules(routes, gpu_like, full_at=40).values()
-    assert 40 in [lo for lo, _ in code] or k_at(code, 40) == k_at(code, 39)
-    assert k_at(code, 40) == min(range(5), key=lambda k: _mean_tpot(routes, (k,), 40))
+    (code,) = route_schedules(routes, gpu_like, full_at=56).values()
+    (plain,) = route_schedules(routes, gpu_like).values()
+    assert k_at(code, 56) == min(range(5), key=lambda k: _mean_tpot(routes, (k,), 56))
+    assert k_at(code, 56) != k_at(plain, 56)  # the grid's 48 holds there without it
+    assert all(k_at(code, b) == k_at(plain, b) for b in range(1, 56))
+
+
+def test_one_pools_full_batch_leaves_the_other_pools_as_solved_without_it() -> None:
+    """Pools are solved together each tick: one pool's full batch is not another's batch size, nor its objective;
+    a pool without routes beside a full one costs no warning."""
+    a = [RouteState("a1", 0.5, 0, 4, lengths(0.8), request_rate=1.0), RouteState("a2", 0.5, 0, 4, lengths(0.3))]
+    b = [RouteState("b1", 0.7, 0, 4, lengths(0.9), request_rate=2.0), RouteState("b2", 0.3, 0, 4, lengths(0.2))]
+    held = {"a1": ((1, 4), (64, 1)), "a2": ((1, 2),)}
+    alone = plan_schedules([PoolProblem(a, gpu_like, held)])[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        together = plan_schedules(
+            [PoolProblem(a, gpu_like, held), PoolProblem(b, gpu_like, None, full_at=90), PoolProblem([], gpu_like)]
+        )
+    assert together[0] == alone
+    assert together[2] == ({}, None)
+    assert together[1] == plan_schedules([PoolProblem(b, gpu_like, None, full_at=90)])[0]
+
+
+def test_the_tick_and_the_hysteresis_test_read_a_full_batch_alike() -> None:
+    routes = [
+        RouteState("code", 0.5, 0, 4, lengths(0.9), request_rate=1.0),
+        RouteState("chat", 0.5, 0, 4, lengths(0.2), request_rate=3.0),
+    ]
+    old = {"code": ((1, 4), (32, 3)), "chat": ((1, 0),)}
+    problems = [PoolProblem(routes, gpu_like, old, full_at=24), PoolProblem(routes, gpu_like, old, full_at=100)]
+    planned = plan_schedules(problems)
+    gains = schedule_gains(problems, [fresh for fresh, _ in planned])
+    for (_, gain), again in zip(planned, gains, strict=True):
+        assert gain is not None and again is not None
+        assert gain.at == again.at and abs(gain.gain - again.gain) <= 1e-12
+        assert gain.fewer_violations == again.fewer_violations
+
+
+def test_a_route_with_no_finished_request_counts_at_its_pools_requests_per_batch_share() -> None:
+    """Its requests are in the batch (long, or new): it weighs in the mean TPOT as its pool's other routes do per unit
+    of batch share, not as nothing."""
+    routes = [RouteState("long", 0.4, 0, 4, lengths(0.5)), RouteState("short", 0.6, 0, 4, lengths(0.5), None, 1.0, 3.0)]
+    arrays = PoolArrays([routes], "tpot")
+    assert arrays.u[0].tolist() == pytest.approx([0.4, 0.6])
+    measured = [
+        RouteState("a", 0.5, 0, 4, lengths(0.5), None, 1.0, 1.0),
+        RouteState("b", 0.5, 0, 4, lengths(0.5), None, 1.0, 3.0),
+    ]
+    assert PoolArrays([measured], "tpot").u[0].tolist() == pytest.approx([0.25, 0.75])
+    unknown = [RouteState("a", 0.3, 0, 4, lengths(0.5)), RouteState("b", 0.7, 0, 4, lengths(0.5))]
+    assert PoolArrays([unknown], "tpot").u[0].tolist() == pytest.approx([0.3, 0.7])
+    with pytest.raises(ValueError, match="objective"):
+        PoolArrays([routes], "latency")
 
 
 @settings(max_examples=80, deadline=None)
