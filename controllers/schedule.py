@@ -270,7 +270,7 @@ def plan_schedules(
     cells = _Cells(problems, pools, sizes)
     cells.solve(best, starts, step)
     previous = [pr.previous if i in held else None for i, pr in enumerate(problems)]
-    before = cells.score(previous, step, held) if held else None
+    before = cells.score(previous, step, held, cells.held_full) if held else None
     out: list[tuple[Mapping[str, Schedule], Gain | None]] = []
     for i, pr in enumerate(problems):
         if not pr.routes:
@@ -314,9 +314,20 @@ class _Cells:
         self.full = [i for i, pr in enumerate(problems) if pr.routes and pr.full_at is not None]
         self.full_sizes = sorted({b for i in self.full for b in _full_sizes(problems[i].full_at, sizes)})
         self.tpot = PoolArrays([pr.routes for pr in problems], "tpot") if self.full else None
-        # The answers (`solve`): at the grid's sizes, and at the full sizes.
+        # Each pool's cells: indices into the grid's sizes (goodput), then into the full sizes (mean TPOT).
+        everywhere = list(range(len(self.sizes)))
+        self._split: list[tuple[list[int], list[int]]] = [(everywhere, []) for _ in problems]
+        for i in self.full:
+            full_at = problems[i].full_at
+            assert full_at is not None
+            own = set(_full_sizes(full_at, sizes))
+            grid = [j for j, b in enumerate(self.sizes) if b < full_at]
+            self._split[i] = (grid, [c for c, b in enumerate(self.full_sizes) if b in own])
+        # The answers (`solve`): at the grid's sizes, and at the full sizes; the schedules in force read at the full
+        # sizes (a start there, and the figures to beat: `score`).
         self.best: _Best | None = None
         self.full_best: _Best | None = None
+        self.held_full: dict[int, list[tuple[int, ...]]] = {}
 
     def solve(self, best: _Best, starts: Sequence[Sequence[tuple[int, ...]] | None], step: GroupStepTime) -> None:
         """Take `best`, the grid's answers, and solve the pools' full batches (and the grid's sizes beyond them) for the
@@ -328,31 +339,24 @@ class _Cells:
         self.best = best
         if self.tpot is None:
             return
-        held = [
-            _on_grid(pr.routes, pr.previous, self.full_sizes) if i in self.full and pr.previous and starts[i] else None
+        self.held_full = {
+            i: _on_grid(pr.routes, pr.previous, self.full_sizes)
             for i, pr in enumerate(self.problems)
-        ]
+            if i in self.full and pr.previous and starts[i]
+        }
+        held = [self.held_full.get(i) for i in range(len(self.problems))]
         below = np.maximum(np.searchsorted(self.sizes, self.full_sizes, side="right") - 1, 0)
         sizes = [float(b) for b in self.full_sizes]
         self.full_best = _solve(self.tpot, self.full, sizes, held, step, best.ks[:, below])
 
-    def _split(self, i: int) -> tuple[list[int], list[int]]:
-        """Pool `i`'s cells: indices into the grid's sizes (goodput), then into the full sizes (mean TPOT)."""
-        full_at = self.problems[i].full_at
-        if full_at is None or i not in self.full:
-            return list(range(len(self.sizes))), []
-        own = set(_full_sizes(full_at, self.sizes))
-        grid = [j for j, b in enumerate(self.sizes) if b < full_at]
-        return grid, [c for c, b in enumerate(self.full_sizes) if b in own]
-
     def sizes_of(self, i: int) -> tuple[int, ...]:
         """Pool `i`'s batch sizes, ascending."""
-        grid, full = self._split(i)
+        grid, full = self._split[i]
         return tuple([self.sizes[j] for j in grid] + [self.full_sizes[c] for c in full])
 
     def of(self, i: int) -> tuple[tuple[int, ...], npt.NDArray[np.int64], Floats, Floats]:
         """Pool `i`'s batch sizes and, at each, the routes' ks (batch size, slot), SLO violation and objective."""
-        grid, full = self._split(i)
+        grid, full = self._split[i]
         own = self.sizes_of(i)
         assert self.best is not None
         if not full:
@@ -368,10 +372,11 @@ class _Cells:
         schedules: Sequence[Mapping[str, Schedule] | None],
         step: GroupStepTime,
         at_grid: Mapping[int, Sequence[tuple[int, ...]]] | None = None,
+        at_full: Mapping[int, Sequence[tuple[int, ...]]] | None = None,
     ) -> tuple[dict[int, Floats], dict[int, Floats]]:
         """(SLO violation, objective) of the schedules given for each pool (None: not scored) at each of its batch
-        sizes (`of`), every pool in one pass per objective; `at_grid`: their ks at the grid's sizes where already
-        read (`_on_grid`)."""
+        sizes (`of`), every pool in one pass per objective; `at_grid`, `at_full`: their ks at the grid's sizes and
+        at the full sizes where already read (`_on_grid`)."""
         parts: dict[bool, tuple[list[int], list[int], list[tuple[int, ...]]]] = {
             False: ([], [], []),
             True: ([], [], []),
@@ -380,12 +385,15 @@ class _Cells:
             if given is None:
                 continue
             routes = self.problems[i].routes
-            grid, full = self._split(i)
+            grid, full = self._split[i]
             read = at_grid[i] if at_grid is not None and i in at_grid else _on_grid(routes, given, self.sizes)
-            for tpot, cells, ks in (
-                (False, grid, read),
-                (True, full, _on_grid(routes, given, self.full_sizes) if full else []),
-            ):
+            if not full:
+                read_full: Sequence[tuple[int, ...]] = []
+            elif at_full is not None and i in at_full:
+                read_full = at_full[i]
+            else:
+                read_full = _on_grid(routes, given, self.full_sizes)
+            for tpot, cells, ks in ((False, grid, read), (True, full, read_full)):
                 group, index, rows = parts[tpot]
                 group += [i] * len(cells)
                 index += cells
