@@ -3,7 +3,7 @@ computes every pool's route schedules. Also the admin view of every pool (`/admi
 schedules and the route-blind vLLM table, computed on request). Pure CPU, no engine.
 
     python bench/tick_cost.py --routes 100 --pools 10 --repeat 60 [--baseline-code REV] [--evidence 1]
-        [--max-num-seqs N]
+        [--max-num-seqs N] [--objective tpot|goodput]
 
 Before each tick (untimed) every route gets `--evidence` finished requests, as on a busy gateway: each tick then
 works on fresh estimates and refits the pools' step times. Prints the median and the 10th-90th percentile of each,
@@ -44,15 +44,21 @@ def controller_at(rev: str) -> ModuleType:
 
 
 def _controller(
-    routes: int, pools: int, rng: random.Random, code: ModuleType = controller, max_num_seqs: int | None = None
+    routes: int,
+    pools: int,
+    rng: random.Random,
+    code: ModuleType = controller,
+    max_num_seqs: int | None = None,
+    objective: str | None = None,
 ) -> tuple[controller.SpeculationController, list[float]]:
     """A controller of `routes` routes over `pools` pools, and each route's acceptance (what `_observe` draws its
-    answers from), with 20 answers per route observed. `max_num_seqs`: every pool's (a revision without the field
-    runs without it)."""
+    answers from), with 20 answers per route observed. `max_num_seqs`: every pool's; `objective`: the controller's
+    (a revision without the field runs without it)."""
     full = {"max_num_seqs": max_num_seqs} if max_num_seqs and hasattr(code.PoolSpec("p", 4), "max_num_seqs") else {}
     pool_specs = [code.PoolSpec(f"p{i}", 4, "gpu", **full) for i in range(pools)]
     route_specs = [code.RouteSpec(f"r{i}", f"p{i % pools}", 0, 4) for i in range(routes)]
-    ctl = code.SpeculationController(code.ControllerSettings(min_dwell_s=0.0), route_specs, pool_specs)
+    chosen = {"objective": objective} if objective and hasattr(code.ControllerSettings(), "objective") else {}
+    ctl = code.SpeculationController(code.ControllerSettings(min_dwell_s=0.0, **chosen), route_specs, pool_specs)
     alphas = [rng.uniform(0.2, 0.9) for _ in range(routes)]
     _observe(ctl, alphas, pools, rng, 1.0, 20)
     return ctl, alphas
@@ -111,8 +117,13 @@ def main() -> None:
     ap.add_argument(
         "--max-num-seqs",
         type=int,
-        help="every pool's engines' max_num_seqs (speculation.max_num_seqs): its batch size is solved for the mean "
-        "TPOT too (default: unset, as in the config)",
+        help="every pool's engines' max_num_seqs (speculation.max_num_seqs): under the goodput objective its batch "
+        "size is solved for the TPOT too (default: unset, as in the config)",
+    )
+    ap.add_argument(
+        "--objective",
+        choices=["tpot", "goodput"],
+        help="the controller's objective (controller.objective; default: the controller's own)",
     )
     ap.add_argument(
         "--evidence",
@@ -127,7 +138,7 @@ def main() -> None:
         codes[f"at {args.baseline_code}"] = controller_at(args.baseline_code)
     # The same routes and evidence for each code (same seed), the same loads tick by tick.
     made = {
-        name: _controller(args.routes, args.pools, random.Random(1), code, args.max_num_seqs)
+        name: _controller(args.routes, args.pools, random.Random(1), code, args.max_num_seqs, args.objective)
         for name, code in codes.items()
     }
     controllers = {name: ctl for name, (ctl, _) in made.items()}
