@@ -231,6 +231,8 @@ class StepCostModel:
         self._searched_at = 0
         # Steps in the window with the drafter running (sum of the samples' drafter shares), for the ridge's view of t4.
         self._drafting_held = 0.0
+        # Samples of the window that show the draft cost (`_shows_draft_cost`), kept as samples come and go.
+        self._showing_c = 0
         # The window's weighted moments, kept up to date from the samples added and evicted since (`_moments`): under
         # every shape (brought up to date when the shapes are searched) and under the current one (every refit). A
         # refit costs O(new samples) for one shape, a search O(new samples) for all; neither reads the window.
@@ -245,6 +247,7 @@ class StepCostModel:
         if self._held == len(self._ring):
             old = self._ring[self._next]
             self._drafting_held -= float(old[4])
+            self._showing_c -= self._shows_draft_cost(float(old[0]), float(old[1]))
             if self._grid_moments is not None or self._shape_moments is not None:
                 if len(self._evicted) < len(self._ring) // 2:
                     self._evicted.append((self.samples - len(self._ring), old.copy()))
@@ -254,6 +257,7 @@ class StepCostModel:
         share = s.drafter_share
         self._ring[self._next] = (s.batch, s.kbar, s.kmax, s.step_s, share)
         self._drafting_held += share
+        self._showing_c += self._shows_draft_cost(s.batch, s.kbar)
         self._next = (self._next + 1) % len(self._ring)
         self._held = min(self._held + 1, len(self._ring))
         self.samples += 1
@@ -264,6 +268,7 @@ class StepCostModel:
         better evidence replaces what the window holds (engine step counters after per-request estimates)."""
         self._held = self._next = 0
         self._drafting_held = 0.0
+        self._showing_c = 0
         self._grid_moments = self._shape_moments = None
         self._evicted.clear()
         self._searched_at = self.samples
@@ -635,6 +640,31 @@ class StepCostModel:
         if self._dirty:
             self._fit()
         return (*self._coef, self.draft_cost, self.knee, self._floor)
+
+    def _shows_draft_cost(self, batch: float, kbar: float) -> bool:
+        """Whether a sample shows c: drafts past the prior's knee, a tenth of its step's tokens at least (as
+        `_drafting_samples` reads the window)."""
+        tokens = batch * (1 + kbar)
+        return min(batch * kbar, tokens - self.prior_shape[1]) >= _DRAFT_COST_SHARE * tokens
+
+    def draft_cost_unseen(self) -> bool:
+        """Whether the window holds too few samples that show the draft cost c for a search to move it (the search's
+        outliers not left out here: `_drafting_samples`)."""
+        return self._showing_c < _DRAFT_COST_EVIDENCE
+
+    def optimistic_predict(self) -> Callable[[float, float, float], float]:
+        """`predict` at the cheapest draft cost a shape search could find (`_DRAFT_COST_GRID`), the other
+        coefficients as fitted: what exploring is judged by while c is unseen."""
+        if self._dirty:
+            self._fit()
+        t0, t1, t3, t4 = self._coef
+        c, knee, floor = min(_DRAFT_COST_GRID), self.knee, self._floor
+
+        def predict(batch: float, kbar: float, kmax: float) -> float:
+            value = t0 + t1 * max(0.0, batch * (1.0 + c * kbar) - knee) + t3 * kmax + (t4 if kmax > 0 else 0.0)
+            return max(value, floor)
+
+        return predict
 
     @property
     def shape(self) -> tuple[float, float]:

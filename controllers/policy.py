@@ -34,7 +34,7 @@ class RouteState:
     tpot_slo_s: float | None = None
     # q: the share of its steps with a proposal, so drafts per step = q k (controllers/estimator.py).
     proposal_rate: float = 1.0
-    # Finished requests per second: the route's weight in the pool's mean TPOT (controllers/joint_k.py; None or 0: its
+    # Finished requests per second: the route's weight in the pool's TPOT (controllers/joint_k.py; None or 0: its
     # batch share at its pool's requests per unit of batch share).
     request_rate: float | None = None
 

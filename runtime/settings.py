@@ -82,6 +82,7 @@ def build_controller(config: GatewayConfig) -> SpeculationController:
         kv_low=c.kv_low,
         kv_recover_s=c.kv_recover_s,
         kv_draft_share=c.kv_draft_share,
+        objective=c.objective,
     )
     routes = []
     for name in config.routing.route_names():

@@ -506,7 +506,7 @@ class ControllerConfig(_Strict):
     tick_s: Annotated[float, Field(gt=0)] = 2.0
     # Acceptance evidence loses half its weight in this time.
     half_life_s: Annotated[float, Field(gt=0)] = 60.0
-    # Relative goodput gain a change must promise.
+    # Relative gain of the objective (`objective`: B over the rms TPOT, or goodput) a change must promise.
     hysteresis: Annotated[float, Field(ge=0, le=1)] = 0.03
     min_dwell_s: Annotated[float, Field(ge=0)] = 10.0
     max_step: Annotated[int, Field(ge=1, le=16)] = 4
@@ -543,6 +543,9 @@ class ControllerConfig(_Strict):
     kv_recover_s: Annotated[float, Field(ge=0)] = 30.0
     # Under pressure, the running requests' draft slots are kept within this share of the cache.
     kv_draft_share: Annotated[float, Field(ge=0, le=1)] = 0.05
+    # What the routes' ks are chosen for at each batch size: the mean TPOT over requests ("tpot"), or the pool's tokens
+    # per second with the mean TPOT from `pools[].speculation.max_num_seqs` up ("goodput").
+    objective: Literal["tpot", "goodput"] = "tpot"
 
     @model_validator(mode="after")
     def _kv_thresholds(self) -> ControllerConfig:

@@ -34,6 +34,10 @@ def hist(alpha: float, k: int, steps: int, rng: random.Random) -> tuple[int, ...
 StepTime = Callable[[float, int], float]
 
 
+# The decision log's reasons for an adaptive move (the objective named: `ControllerSettings.objective`).
+ADAPTIVE_MOVES = ("schedule: rms TPOT", "schedule: goodput")
+
+
 def obs(
     route: str, k: int, alpha: float, batch: float, rng: random.Random, step_time: StepTime | None = None
 ) -> Observation:
@@ -370,10 +374,16 @@ def test_the_schedule_follows_acceptance_and_the_log_says_why() -> None:
     assert bad is not None and max(k for _, k in bad) <= 1
     last = schedule_changes(c)[-1]
     assert last[0] == ",".join(f"{lo}:{k}" for lo, k in bad)
-    assert last[1].startswith("schedule: goodput +") and "at batch" in last[1]
+    assert last[1].startswith("schedule: rms TPOT -") and "at batch" in last[1]
     rec = [r for r in c.log if r.reason.startswith("schedule")][-1]
     assert {"pool", "batch", "schedule", "old_schedule", "goodput_gain", "gain_at_batch"} <= set(rec.inputs)
     assert past_hysteresis(rec, c.settings.hysteresis)
+    # Under the goodput objective the log names goodput's gain.
+    g = controller(objective="goodput")
+    drive(g, [(0.85, 4, 40), (0.02, 4, 80)], random.Random(5))
+    assert schedule_changes(g)[-1][1].startswith("schedule: goodput +")
+    with pytest.raises(ValueError, match="objective"):
+        ControllerSettings(objective="throughput")
 
 
 def test_schedule_changes_wait_for_hysteresis_and_dwell_not_for_load() -> None:
@@ -639,6 +649,36 @@ def test_explorers_that_cannot_pay_keep_their_reach_while_the_load_holds() -> No
     assert c.table().routes["r"].explore_until == 1800
 
 
+def test_until_drafts_show_the_draft_cost_exploring_is_judged_at_the_cheapest_one() -> None:
+    """A prior that prices drafts too dear holds the schedules at k = 0 past its knee, and only drafts there could
+    show it wrong: until the pool's step samples show c (drafts past the knee), an explorer is judged at the cheapest
+    c a shape search could find, and explores at the top k. Once the engine's counters show c (here the prior's own,
+    1), exploring at that load is futile again: one draft above the route's k."""
+
+    def truth(batch: float, kbar: float, kmax: float) -> float:
+        return 0.012 + 0.00015 * max(0.0, batch * (1.0 + kbar) - 64.0) + 0.000012 * kmax
+
+    rng = random.Random(4)
+    s = ControllerSettings(min_dwell_s=0.0, half_life_s=20.0)
+    c = SpeculationController(s, [RouteSpec("r", "p", 0, 4)], [PoolSpec("p", 4, "gpu", draft_cost=0.001)])
+    drive(c, [(0.9, 4, 30), (0.9, 250, 30)], rng)
+    assert c.cost_model("p").draft_cost_unseen()
+    assert c._exploration_pays()["r"][:2] == (4, True)
+    t = 200.0
+    for batch in [100, 140, 180, 220, 260, 120, 160, 200] * 2:
+        t += 2.0
+        steps = 200.0
+        request_steps = steps * batch
+        itl = request_steps * truth(batch, 1.0, 1.0)
+        c.observe_steps("p", steps, request_steps, itl, request_steps, t, request_steps)
+        for _ in range(6):
+            c.observe(obs("r", c.table().routes["r"].k, 0.9, 250, rng), t)
+        c.tick(t, {"p": 250})
+    assert not c.cost_model("p").draft_cost_unseen() and c.cost_model("p").shape[0] == 1.0
+    k = c.table().routes["r"].k
+    assert c._exploration_pays()["r"][:2] == (k + 1, False)
+
+
 def test_a_route_explores_at_the_largest_k_its_best_case_could_pay() -> None:
     """An explorer's drafts cost its whole batch (verify work past the knee, and the drafter runs to the largest k).
     A route explores at the largest k at which the upper end of its acceptance interval could pay for that at its
@@ -682,7 +722,7 @@ def test_a_routes_first_move_does_not_wait_out_its_pools_dwell() -> None:
             if tick >= 2:  # chat's first requests finish after code's first move
                 c.observe(obs("chat", 4, 0.6, 4, rng), t)
         c.tick(t, {"p": 4})
-    moves = [r for r in c.log if r.reason.startswith("schedule: goodput")]
+    moves = [r for r in c.log if r.reason.startswith(ADAPTIVE_MOVES)]
     code = [r.at for r in moves if r.route == "code"]
     chat = [r.at for r in moves if r.route == "chat"]
     assert code[0] == 2.0 and chat and chat[0] - code[0] < s.min_dwell_s
@@ -708,7 +748,7 @@ def test_a_pools_schedules_move_a_dwell_apart_but_for_a_routes_first_move(
             c.observe(obs("b", rng.randint(0, 4), alpha_b, batch, rng), t)
         c.tick(t, {"p": batch})
     # Adaptive moves only: stale inputs, pins and the kill switch act at once by design.
-    moves = [r for r in c.log if r.reason.startswith("schedule: goodput")]
+    moves = [r for r in c.log if r.reason.startswith(ADAPTIVE_MOVES)]
     seen: set[str] = set()
     last = float("-inf")
     for at in sorted({r.at for r in moves}):
@@ -746,7 +786,7 @@ def test_schedules_follow_a_new_step_time_shape_within_the_dwell_once_the_load_h
         c.tick(t, {"p": batch})
         if c.cost_model("p").reshapes != before:
             reshaped_at.append(t)
-    moves = [r for r in c.log if r.reason.startswith("schedule: goodput")]
+    moves = [r for r in c.log if r.reason.startswith(ADAPTIVE_MOVES)]
     within = [b for a, b in itertools.pairwise(moves) if b.at - a.at < c.settings.min_dwell_s]
     assert c.cost_model("p").shape != (1.0, 64.0) and reshaped_at
     if swinging:

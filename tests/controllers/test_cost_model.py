@@ -419,6 +419,42 @@ def test_an_explorers_few_drafts_in_a_large_batch_do_not_show_the_draft_cost() -
     assert model._drafting_samples(data[:9], np.empty(0, dtype=np.intp)) is None
 
 
+def test_the_draft_cost_is_unseen_until_drafts_past_the_knee_show_it() -> None:
+    """`draft_cost_unseen`: no samples, or only samples without drafts past the prior's knee (or too few drafts to
+    show anything), and c cannot be searched; `optimistic_predict` then prices drafts at the grid's cheapest c and
+    everything else as fitted."""
+    model = StepCostModel("gpu")
+    assert model.draft_cost_unseen()
+    for b in (80.0, 120.0, 160.0, 200.0, 240.0, 90.0):
+        model.update(StepSample(b, 0.0, 0.0, _gpu_sim_step(b, 0.0, 0.0)))
+        model.update(StepSample(b, 0.016, 4.0, _gpu_sim_step(b, 0.016, 4.0)))  # one explorer: too few drafts to show c
+    assert model.draft_cost_unseen()
+    cheap = model.optimistic_predict()
+    assert cheap(150.0, 0.0, 0.0) == pytest.approx(model.predict(150.0, 0.0, 0.0))
+    assert cheap(150.0, 1.0, 1.0) < model.predict(150.0, 1.0, 1.0)
+    assert cheap(150.0, 1.0, 1.0) > cheap(150.0, 0.0, 0.0)  # still not free
+    for b in (80.0, 120.0, 160.0, 200.0, 240.0):
+        model.update(StepSample(b, 1.0, 1.0, _gpu_sim_step(b, 1.0, 1.0)))
+    assert not model.draft_cost_unseen()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(1, 300), st.floats(0, 3), st.booleans()), min_size=1, max_size=80))
+def test_the_count_of_samples_showing_the_draft_cost_follows_the_window(
+    samples: list[tuple[float, float, bool]],
+) -> None:
+    """Kept as samples come, are evicted from the window (16 here) and cleared: always the window's own count."""
+    model = StepCostModel("gpu", window=16)
+    for batch, kbar, clear in samples:
+        if clear:
+            model.clear_window()
+        model.update(StepSample(batch, kbar, 1.0 if kbar else 0.0, 0.02))
+        held = model._ring[: model._held]
+        counted = sum(model._shows_draft_cost(float(b), float(k)) for b, k in held[:, :2])
+        assert model._showing_c == counted
+        assert model.draft_cost_unseen() == (counted < 5)
+
+
 def test_shape_stays_the_priors_at_one_batch_size() -> None:
     """At one load the shape cannot be seen: (c, knee) stay the prior's, only the coefficients move."""
     rng = random.Random(6)

@@ -89,7 +89,7 @@ def test_k_drops_when_acceptance_collapses_and_recovers(
         problem = _scenario(gw)
         if problem is None:
             reasons = [d["reason"] for d in httpx.get(f"{gw.url}/admin/decisions").json()]
-            assert any(r.startswith("schedule: goodput") for r in reasons)
+            assert any(r.startswith(("schedule: rms TPOT", "schedule: goodput")) for r in reasons)
             return
         failures.append(problem)
     pytest.fail("\n".join(failures))

@@ -86,6 +86,7 @@ def test_every_controller_setting_in_the_config_reaches_the_controller() -> None
         "recent_half_life_s": 9.0,
         "explore_futile_requests": 5.0,
         "cold_start_paying_share": 0.5,
+        "objective": "goodput",
     }
     settings = build_controller(validate_config({"pools": [pool], "controller": changed})).settings
     for key, value in changed.items():
@@ -96,9 +97,29 @@ def test_every_controller_setting_in_the_config_reaches_the_controller() -> None
         assert getattr(defaults, key) == getattr(ControllerConfig(), key), key
 
 
+def test_the_objective_sets_where_each_pools_schedules_are_chosen_for_the_tpot() -> None:
+    """`controller.objective`: "tpot" (default) from batch 1 in every pool; "goodput" from the engines' step limit
+    up where a pool gives it (`speculation.max_num_seqs`), nowhere else; anything else is a config error."""
+    from specgate.runtime.settings import build_controller
+
+    from specgate.config import ConfigError, validate_config
+
+    speculation = {"method": "eagle", "max_k": 4, "max_num_seqs": 192}
+    pools = [
+        {"name": "a", "model": "m", "endpoints": ["http://127.0.0.1:9"], "speculation": speculation},
+        {"name": "b", "model": "m", "endpoints": ["http://127.0.0.1:10"]},
+    ]
+    tpot = build_controller(validate_config({"pools": pools}))
+    goodput = build_controller(validate_config({"pools": pools, "controller": {"objective": "goodput"}}))
+    assert [tpot._full_at(p) for p in ("a", "b")] == [1, 1]
+    assert [goodput._full_at(p) for p in ("a", "b")] == [192, None]
+    with pytest.raises(ConfigError, match="objective"):
+        validate_config({"pools": pools, "controller": {"objective": "throughput"}})
+
+
 def test_the_engines_max_num_seqs_reaches_the_pools_schedule_problem() -> None:
-    """`speculation.max_num_seqs`: the batch size from which the pool's routes take the ks of the least mean TPOT
-    (controllers/schedule.py, `PoolProblem.full_at`); unset, goodput at every batch size."""
+    """`speculation.max_num_seqs`: under the goodput objective, the batch size from which the pool's routes take the
+    ks of the least TPOT (controllers/schedule.py, `PoolProblem.full_at`); unset, goodput at every batch size."""
     from specgate.runtime.settings import build_controller
 
     from specgate.config import ConfigError, validate_config
