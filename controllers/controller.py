@@ -179,16 +179,19 @@ def _bounded(old: Schedule, new: Schedule, max_step: int) -> Schedule:
 
 
 def _drafts_less(pairs: Sequence[tuple[Schedule, Schedule]]) -> bool:
-    """Each `(old, new)` pair's `new` never drafts more than its `old` at any batch size of the grid, and one
-    drafts fewer somewhere."""
+    """Each `(old, new)` pair's `new` never drafts more than its `old` at any batch size (the grid's and both
+    schedules' switch points), and one drafts fewer at a batch size of the grid: a switch point that moves down a
+    little is no reason to skip the margin (its place drifts with the estimates tick by tick)."""
     fewer = False
+    grid = set(BATCH_GRID)
     for old, new in pairs:
         if old == new:
             continue
-        for o, n in zip(on_grid(old, BATCH_GRID), on_grid(new, BATCH_GRID), strict=True):
+        sizes = tuple(sorted({*grid, *(lo for lo, _ in old), *(lo for lo, _ in new)}))
+        for b, o, n in zip(sizes, on_grid(old, sizes), on_grid(new, sizes), strict=True):
             if n > o:
                 return False
-            fewer = fewer or n < o
+            fewer = fewer or (n < o and b in grid)
     return fewer
 
 
@@ -776,7 +779,8 @@ class SpeculationController:
         """The routes' k by batch size, what the engine applies per step; every pool's solved at once
         (controllers/schedule.py). Hysteresis and dwell act on a pool's schedules as a whole (its routes are
         chosen jointly), never on load: the pool keeps its schedules unless the new ones promise `hysteresis`
-        more goodput at some batch size of the grid (or fewer SLO violations), and not within `min_dwell_s` of
+        more of the objective (goodput, or the TPOT's mean square: schedule.py's `_gain`) at some batch size of the
+        grid (or fewer SLO violations), and not within `min_dwell_s` of
         the last change. Kill switch, pins and stale inputs act at once, as constant schedules."""
         plans = []
         for pool in self.pools:
@@ -896,7 +900,8 @@ class SpeculationController:
                             "batch": b,
                             "schedule": encode(new),
                             "old_schedule": encode(rt.schedule),
-                            # The objective's ratio, new over old (the name predates `objective`: kept for readers).
+                            # The objective's ratio, new over old (under "tpot" the TPOT's mean square's, old over
+                            # new; the name predates `objective`: kept for readers).
                             "goodput_gain": round(1 + gain, 4),
                             "gain_at_batch": at,
                             "kv_cap": kv.cap,

@@ -653,12 +653,12 @@ class StepCostModel:
         return self._showing_c < _DRAFT_COST_EVIDENCE
 
     def optimistic_predict(self) -> Callable[[float, float, float], float]:
-        """`predict` at the cheapest draft cost a shape search could find (`_DRAFT_COST_GRID`), the other
-        coefficients as fitted: what exploring is judged by while c is unseen."""
+        """`predict` at the cheapest draft cost a shape search could find (its grid's and the prior's, or the one
+        fitted if cheaper), the other coefficients as fitted: what exploring is judged by while c is unseen."""
         if self._dirty:
             self._fit()
         t0, t1, t3, t4 = self._coef
-        c, knee, floor = min(_DRAFT_COST_GRID), self.knee, self._floor
+        c, knee, floor = min(float(self._shapes[:, 0].min()), self.draft_cost), self.knee, self._floor
 
         def predict(batch: float, kbar: float, kmax: float) -> float:
             value = t0 + t1 * max(0.0, batch * (1.0 + c * kbar) - knee) + t3 * kmax + (t4 if kmax > 0 else 0.0)

@@ -214,7 +214,8 @@ def _totals(pools: PoolArrays, group: Ints, ks: Ints) -> tuple[Floats, Floats, F
 
 def score(pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, step: GroupStepTime) -> tuple[Floats, Floats]:
     """(SLO violation, goodput) of each row: pool number `group`, batch size `batch`, the routes' `ks` (rows, slots).
-    Under the mean-TPOT objective the second is B * H / T (`PoolArrays`), larger being better likewise."""
+    Under the TPOT objective the second is B over the TPOT's root mean square (`PoolArrays`), larger being better
+    likewise."""
     lengths, num, kbar, masked = _totals(pools, group, ks)
     steps = step(group, batch, kbar, masked.max(axis=1).astype(np.float64))
     if pools.has_slo:

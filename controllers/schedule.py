@@ -45,7 +45,7 @@ __all__ = [
 
 # Rounds of single-move ascent from a neighbouring batch size's answer or the schedules in force (joint_k.polish).
 _MORE_ROUNDS = 3
-# Batch sizes at which k is decided; between two of them the smaller one's k holds.
+# Batch sizes at which k is decided; between two of them, whichever of their answers does better (`_Cells.switches`).
 BATCH_GRID: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 Floats = npt.NDArray[np.float64]
@@ -122,10 +122,11 @@ def _solve(
     batches: Sequence[float],
     starts: Sequence[Sequence[tuple[int, ...]] | None],
     step: GroupStepTime,
-    more: npt.NDArray[np.int64] | None = None,
+    more: tuple[npt.NDArray[np.int64], Sequence[int]] | None = None,
 ) -> _Best:
     """The best ks found at each batch size of `batches` for the pools `live` (controllers/joint_k.py); `more`, ks of
-    shape (pool, batch size, slot), one more start for each pool of `live` and batch size."""
+    shape (pool, batch size, slot) and the pools they hold answers for: one more start for each of those of `live`
+    and each batch size."""
     g = len(batches)
     batch = np.asarray(batches, dtype=np.float64)
     hull = hull_starts(pools, batch, step)  # (start, pool, batch size, slot)
@@ -156,8 +157,10 @@ def _solve(
         at, j = np.nonzero((before != best.ks[held]).any(axis=2))
         rows.append((np.asarray(held, dtype=np.int64)[at], j, before[at, j]))
     if more is not None:
-        at, j = np.nonzero((more[pool_ids] != best.ks[pool_ids]).any(axis=2))
-        rows.append((pool_ids[at], j, more[pool_ids][at, j]))
+        ks_more, pools_more = more
+        ids = np.asarray(sorted(set(pools_more) & set(live)), dtype=np.int64)
+        at, j = np.nonzero((ks_more[ids] != best.ks[ids]).any(axis=2))
+        rows.append((ids[at], j, ks_more[ids][at, j]))
     group = np.concatenate([r[0] for r in rows]) if rows else np.zeros(0, dtype=np.int64)
     if len(group):
         index = np.concatenate([r[1] for r in rows])
@@ -288,9 +291,10 @@ def _grouped(step_times: Sequence[StepTime]) -> GroupStepTime:
 def pool_schedules(
     problems: Sequence[PoolProblem], grid: Sequence[int] = BATCH_GRID, step_many: GroupStepTime | None = None
 ) -> list[Mapping[str, Schedule]]:
-    """Each pool's route schedules: each route's goodput-optimal k at every batch size of `grid` (jointly for the
-    routes sharing the pool, within each route's bounds; a route with k_min == k_max is pinned), and from a pool's
-    full batch (`PoolProblem.full_at`, itself a batch size of its schedules) up, the k of the least TPOT."""
+    """Each pool's route schedules: each route's k at every batch size of `grid` (jointly for the routes sharing the
+    pool, within each route's bounds; a route with k_min == k_max is pinned), for the most goodput below the pool's
+    full batch (`PoolProblem.full_at`, itself a batch size of its schedules) and the least TPOT from it up, with the
+    switch points between sizes (`_Cells.switches`)."""
     return [fresh for fresh, _ in plan_schedules(problems, grid, step_many)]
 
 
@@ -324,19 +328,22 @@ def plan_schedules(
     switches = cells.switches(step)
     previous = [pr.previous if i in held else None for i, pr in enumerate(problems)]
     before = cells.score(previous, step, held, cells.held_full) if held else None
+    fresh: dict[int, Mapping[str, Schedule]] = {}
+    for i in live:
+        own, ks, _, _ = cells.of(i)
+        at, where = _with_switches(own, ks, switches.get(i, {}))
+        chosen: list[list[int]] = ks[where].T.tolist()  # (slot, batch size)
+        fresh[i] = {r.name: _compressed(at, tuple(chosen[n])) for n, r in enumerate(problems[i].routes)}
     out: list[tuple[Mapping[str, Schedule], Gain | None]] = []
     for i, pr in enumerate(problems):
         if not pr.routes:
             out.append(({}, None))
             continue
-        own, ks, violation, value = cells.of(i)
-        at, where = _with_switches(own, ks, switches.get(i, {}))
-        chosen: list[list[int]] = ks[where].T.tolist()  # (slot, batch size)
-        fresh = {r.name: _compressed(at, tuple(chosen[n])) for n, r in enumerate(pr.routes)}
         gain = None
         if before is not None and i in held:
+            own, _, violation, value = cells.of(i)
             gain = _gain(own, before[0][i], before[1][i], violation, value, pr.full_at)
-        out.append((fresh, gain))
+        out.append((fresh[i], gain))
     return out
 
 
@@ -408,7 +415,8 @@ class _Cells:
         below = np.maximum(np.searchsorted(self.sizes, self.full_sizes, side="right") - 1, 0)
         sizes = [float(b) for b in self.full_sizes]
         # Goodput's answers as starts where there are some (a pool solved for the TPOT from batch 1 has none).
-        more = best.ks[:, below] if any(self.has_grid(i) for i in self.full) else None
+        solved = [i for i in self.full if self.has_grid(i)]
+        more = (best.ks[:, below], solved) if solved else None
         self.full_best = _solve(self.tpot, self.full, sizes, held, step, more)
 
     def has_grid(self, i: int) -> bool:
@@ -533,8 +541,10 @@ class _Cells:
 
 @dataclass(frozen=True, slots=True)
 class Gain:
-    """How much better one set of a pool's schedules is than another: the largest relative goodput gain over the
-    grid, the batch size where it is, and whether the new ones break fewer SLOs at some batch size."""
+    """How much better one set of a pool's schedules is than another: the largest relative gain of the objective
+    (goodput, or the TPOT's mean square) over the pool's batch sizes (not its switch points: measured, scoring them
+    too took the simulator's acceptance-drift from 1.001x to 1.004x the best baseline), the batch size where
+    it is, and whether the new ones break fewer SLOs at some batch size."""
 
     gain: float = 0.0
     at: int = 1
@@ -569,7 +579,7 @@ def _gain(
 ) -> Gain:
     """New against old figures at each batch size of `sizes`: the largest relative gain (goodput's; from `full_at` up,
     the TPOT's mean square's), where it is, and whether the new break fewer SLOs somewhere."""
-    ratio = new_g / np.maximum(old_g, 1e-12)
+    ratio = np.maximum(new_g / np.maximum(old_g, 1e-12), 0.0)
     if full_at is not None:
         # From the full batch up the figure is B over the TPOT's power mean: its power is what the margin reads (the
         # mean square, not its root, which halves every relative change: measured in the simulator, low-load's worst

@@ -195,10 +195,10 @@ class SpeculationConfig(_Strict):
     draft_cost: Annotated[float, Field(ge=0, le=2)] | None = None
     # The pool's step time as measured on its engines (StepTimeConfig); unset: `controller.cost_prior`'s.
     step_time: StepTimeConfig | None = None
-    # The engines' `--max-num-seqs` (the most requests one step runs). A batch that large is held there by a queue:
-    # there the controller picks the routes' k for their mean TPOT rather than for the pool's tokens per second
-    # (docs/controller.md). Unset: tokens per second at every batch size (vLLM's default differs by GPU: 256, or 1024
-    # on H100/H200-class cards, 128 on CPU).
+    # The engines' `--max-num-seqs` (the most requests one step runs), read under `controller.objective: goodput`
+    # only. A batch that large is held there by a queue: there the controller picks the routes' k for their TPOT
+    # rather than for the pool's tokens per second (docs/controller.md). Unset: tokens per second at every batch size
+    # (vLLM's default differs by GPU: 256, or 1024 on H100/H200-class cards, 128 on CPU).
     max_num_seqs: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
 
     @model_validator(mode="after")
@@ -506,7 +506,8 @@ class ControllerConfig(_Strict):
     tick_s: Annotated[float, Field(gt=0)] = 2.0
     # Acceptance evidence loses half its weight in this time.
     half_life_s: Annotated[float, Field(gt=0)] = 60.0
-    # Relative gain of the objective (`objective`: B over the rms TPOT, or goodput) a change must promise.
+    # Relative gain a change must promise at some batch size: of goodput, or of the TPOT's mean square (`objective`:
+    # 3% of it is ~1.5% of the rms TPOT).
     hysteresis: Annotated[float, Field(ge=0, le=1)] = 0.03
     min_dwell_s: Annotated[float, Field(ge=0)] = 10.0
     max_step: Annotated[int, Field(ge=1, le=16)] = 4
@@ -543,8 +544,8 @@ class ControllerConfig(_Strict):
     kv_recover_s: Annotated[float, Field(ge=0)] = 30.0
     # Under pressure, the running requests' draft slots are kept within this share of the cache.
     kv_draft_share: Annotated[float, Field(ge=0, le=1)] = 0.05
-    # What the routes' ks are chosen for at each batch size: the mean TPOT over requests ("tpot"), or the pool's tokens
-    # per second with the mean TPOT from `pools[].speculation.max_num_seqs` up ("goodput").
+    # What the routes' ks are chosen for at each batch size: the TPOT requests see, its root mean square over requests
+    # ("tpot"), or the pool's tokens per second with the TPOT from `pools[].speculation.max_num_seqs` up ("goodput").
     objective: Literal["tpot", "goodput"] = "tpot"
 
     @model_validator(mode="after")

@@ -13,6 +13,7 @@ from specgate.controllers.controller import (
     PoolSpec,
     RouteSpec,
     SpeculationController,
+    _drafts_less,
 )
 from specgate.controllers.cost_model import StepCostModel, StepSample
 from specgate.controllers.k_schedule import k_at as schedule_k
@@ -647,6 +648,16 @@ def test_explorers_that_cannot_pay_keep_their_reach_while_the_load_holds() -> No
             c.observe(obs("r", 0, 0.6, load, rng), t)
         c.tick(t, {"p": load})
     assert c.table().routes["r"].explore_until == 1800
+
+
+def test_fewer_drafts_without_the_margin_means_fewer_at_a_size_of_the_grid_and_more_nowhere() -> None:
+    """A switch point that moves down a little drafts fewer only between the grid's sizes: no reason to skip the
+    margin (it drifts with the estimates). A schedule that drafts fewer on the grid but more between its sizes is
+    not one that drafts fewer."""
+    old = ((1, 4), (20, 2), (40, 0))
+    assert not _drafts_less([(old, ((1, 4), (19, 2), (40, 0)))])
+    assert _drafts_less([(old, ((1, 4), (16, 2), (40, 0)))])
+    assert not _drafts_less([(old, ((1, 3), (24, 2), (36, 3), (40, 0)))])  # more at 36-39
 
 
 def test_until_drafts_show_the_draft_cost_exploring_is_judged_at_the_cheapest_one() -> None:

@@ -436,6 +436,9 @@ def test_the_draft_cost_is_unseen_until_drafts_past_the_knee_show_it() -> None:
     for b in (80.0, 120.0, 160.0, 200.0, 240.0):
         model.update(StepSample(b, 1.0, 1.0, _gpu_sim_step(b, 1.0, 1.0)))
     assert not model.draft_cost_unseen()
+    # A declared draft cost below the grid's is its own cheapest.
+    declared = StepCostModel((0.012, 0.00015, 0.0002), knee=64.0, draft_cost=0.05)
+    assert declared.optimistic_predict()(150.0, 1.0, 1.0) == pytest.approx(declared.predict(150.0, 1.0, 1.0))
 
 
 @settings(max_examples=60, deadline=None)
