@@ -169,10 +169,15 @@ class DecisionRecord:
         }
 
 
+def _read_at(old: Schedule, new: Schedule) -> tuple[int, ...]:
+    """The batch sizes two schedules are compared at: the grid's and both schedules' switch points."""
+    return tuple(sorted({*BATCH_GRID, *(lo for lo, _ in old), *(lo for lo, _ in new)}))
+
+
 def _bounded(old: Schedule, new: Schedule, max_step: int) -> Schedule:
-    """`new`, moved at most `max_step` from `old` at each batch size of the grid."""
+    """`new`, moved at most `max_step` from `old` at each batch size (`_read_at`)."""
     points = []
-    for b in sorted({*BATCH_GRID, *(lo for lo, _ in old), *(lo for lo, _ in new)}):
+    for b in _read_at(old, new):
         before = k_at(old, b)
         points.append((b, before + max(-max_step, min(max_step, k_at(new, b) - before))))
     return compress(points)
@@ -187,7 +192,7 @@ def _drafts_less(pairs: Sequence[tuple[Schedule, Schedule]]) -> bool:
     for old, new in pairs:
         if old == new:
             continue
-        sizes = tuple(sorted({*grid, *(lo for lo, _ in old), *(lo for lo, _ in new)}))
+        sizes = _read_at(old, new)
         for b, o, n in zip(sizes, on_grid(old, sizes), on_grid(new, sizes), strict=True):
             if n > o:
                 return False

@@ -41,6 +41,7 @@ none below 0, not the free one clipped).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -616,9 +617,13 @@ class StepCostModel:
     def predict(self, batch: float, kbar: float, kmax: float) -> float:
         if self._dirty:
             self._fit()
-        # Plain floats, not a numpy dot: the optimiser calls this thousands of times per tick.
+        return self._predict_at(self.draft_cost, batch, kbar, kmax)
+
+    def _predict_at(self, draft_cost: float, batch: float, kbar: float, kmax: float) -> float:
+        """The fitted step time with draft cost `draft_cost` (the fit's own in `predict`)."""
+        # Plain floats, not a numpy dot: exploring calls this per route and k every tick.
         t0, t1, t3, t4 = self._coef
-        value = t0 + t1 * max(0.0, batch * (1.0 + self.draft_cost * kbar) - self.knee) + t3 * kmax
+        value = t0 + t1 * max(0.0, batch * (1.0 + draft_cost * kbar) - self.knee) + t3 * kmax
         if kmax > 0:
             value += t4
         # Never below a fraction of the prior's intercept: a step always costs something.
@@ -657,14 +662,8 @@ class StepCostModel:
         fitted if cheaper), the other coefficients as fitted: what exploring is judged by while c is unseen."""
         if self._dirty:
             self._fit()
-        t0, t1, t3, t4 = self._coef
-        c, knee, floor = min(float(self._shapes[:, 0].min()), self.draft_cost), self.knee, self._floor
-
-        def predict(batch: float, kbar: float, kmax: float) -> float:
-            value = t0 + t1 * max(0.0, batch * (1.0 + c * kbar) - knee) + t3 * kmax + (t4 if kmax > 0 else 0.0)
-            return max(value, floor)
-
-        return predict
+        cheapest = min(float(self._shapes[:, 0].min()), self.draft_cost)
+        return functools.partial(self._predict_at, cheapest)
 
     @property
     def shape(self) -> tuple[float, float]:
