@@ -339,6 +339,8 @@ class SpeculationController:
     _states_cache: dict[str, RouteState] | None = field(init=False, default=None)
     # Each route's largest k this tick, once the KV caps are read (asked several times per route each tick).
     _k_max_cache: dict[str, int] | None = field(init=False, default=None)
+    # Each route's `_vitals` this tick (several parts of a tick read them; they change only with observations).
+    _vitals_cache: dict[str, tuple[float, float, float]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._pools = {p.name: p for p in self.pools}
@@ -435,17 +437,17 @@ class SpeculationController:
 
     def _state(self, rt: _RouteRuntime, k_min: int, k_max: int) -> RouteState:
         """The route as the optimiser sees it: batch share, bounds, expected lengths (pessimistic), SLO."""
-        share = self._weight(rt, self.now) or 1e-6
+        weight, proposal_rate, request_rate = self._vitals(rt)
         state = RouteState(
             rt.spec.name,
-            share,
+            weight or 1e-6,
             k_min,
             k_max,
             self._lengths(rt),
             rt.spec.tpot_slo_s,
-            self._proposal_rate(rt),
-            # Read only where the pool has a full batch (its TPOT weighs routes by requests); ~2% of a tick.
-            self._request_rate(rt) if self._full_at(rt.spec.pool) is not None else None,
+            proposal_rate,
+            # Read only where the pool has a full batch (its TPOT weighs routes by requests).
+            request_rate if self._full_at(rt.spec.pool) is not None else None,
         )
         if self._states_cache is not None:
             self._states_cache[rt.spec.name] = state
@@ -524,6 +526,19 @@ class SpeculationController:
             [self._proposal_rate(rt) if w > 0 else 0.0 for w, rt in zip(weights, members, strict=True)],
             [rt.k for rt in members],
         )
+
+    def _vitals(self, rt: _RouteRuntime) -> tuple[float, float, float]:
+        """The route's batch share (`_weight`), proposal rate and finished requests per second (`_request_rate`) now;
+        within a tick, computed once."""
+        cache = self._vitals_cache
+        if cache is not None and (hit := cache.get(rt.spec.name)) is not None:
+            return hit
+        decay, half_life = self._decay(rt, self.now), self.settings.half_life_s
+        rate = rt.requests * decay * math.log(2) / half_life if half_life else 0.0
+        out = (rt.weight * decay, self._proposal_rate(rt), rate)
+        if cache is not None:
+            cache[rt.spec.name] = out
+        return out
 
     def _proposal_rate(self, rt: _RouteRuntime) -> float:
         if not self.settings.proposal_rate:
@@ -664,11 +679,11 @@ class SpeculationController:
         since the last tick, when its engines report one."""
         self.now = now
         self.ticks += 1
-        self._lengths_cache, self._states_cache = {}, {}
+        self._lengths_cache, self._states_cache, self._vitals_cache = {}, {}, {}
         try:
             return self._tick(now, pool_batch, pool_kv or {})
         finally:
-            self._lengths_cache = self._states_cache = self._k_max_cache = None
+            self._lengths_cache = self._states_cache = self._k_max_cache = self._vitals_cache = None
 
     def _tick(
         self, now: float, pool_batch: Mapping[str, float | None], pool_kv: Mapping[str, KvReading]
@@ -965,8 +980,8 @@ class SpeculationController:
             # the simulator, gpu-published: the prior's c = 1 against the truth's 0.33 held k = 0 for 30 s after its
             # load step in one seed of eight, 1.186x the best baseline; judged so, 1.079x).
             predict = cost.optimistic_predict() if cost.draft_cost_unseen() else cost.predict
-            weights = [self._weight(rt, self.now) for rt in members]
-            rates = [self._proposal_rate(rt) for rt in members]
+            vitals = [self._vitals(rt) for rt in members]
+            weights, rates = [v[0] for v in vitals], [v[1] for v in vitals]
             kbar, kmax = _mix(weights, rates, [rt.k for rt in members])
             if not sum(weights):  # nothing observed yet: every route counts alike (not a pool that makes no tokens)
                 weights = [1.0] * len(members)
@@ -1029,7 +1044,7 @@ class SpeculationController:
         share, half_life = self.settings.explore_share, self.settings.half_life_s
         if self.settings.explore_futile_requests > 0 and half_life and name in self._futile:
             futile = self.settings.explore_futile_requests / half_life  # requests a second
-            rate = self._request_rate(rt)
+            rate = self._vitals(rt)[2]
             # Two significant digits: the rate drifts a little every tick, and each change is a new table.
             if rate > 0 and (by_rate := float(f"{futile / rate:.2g}")) < share:
                 return by_rate, "futile: requests per half-life"

@@ -241,6 +241,8 @@ class StepCostModel:
         self._shape_moments: _Moments | None = None
         # Rows evicted from the ring that a kept set of moments has not yet taken out, with their sample numbers.
         self._evicted: list[tuple[int, Floats]] = []
+        # `_window_spread` as of (samples, held): every tick asks it of every pool, and most ticks add few samples.
+        self._spread_memo: tuple[int, int, bool] | None = None
 
     def update(self, s: StepSample) -> None:
         if not (s.step_s > 0 and math.isfinite(s.step_s) and s.batch >= 1 and s.kbar >= 0 and s.kmax >= 0):
@@ -294,7 +296,7 @@ class StepCostModel:
         self._dirty = False
         if not self._held:
             return
-        spread = self._shape_spread(self._ring[: self._held])  # order does not matter here
+        spread = self._window_spread()
         if search is None:
             search = self.pending_search() > 0
         if not spread:
@@ -460,7 +462,7 @@ class StepCostModel:
         general path (nothing new, no kept moments for that shape, or a rebuild due)."""
         if not self._dirty or not self._held:
             return None
-        spread = self._shape_spread(self._ring[: self._held])
+        spread = self._window_spread()
         row = self._shape_at if spread else 0
         cache = self._shape_moments
         if cache is None or cache.rows != (row,) or self._rebuild_due(cache):
@@ -607,6 +609,15 @@ class StepCostModel:
         if self._held < len(self._ring):
             return self._ring[: self._held]
         return np.concatenate([self._ring[self._next :], self._ring[: self._next]])
+
+    def _window_spread(self) -> bool:
+        """`_shape_spread` of the window (its order does not matter there)."""
+        memo = self._spread_memo
+        if memo is not None and memo[:2] == (self.samples, self._held):
+            return memo[2]
+        spread = self._shape_spread(self._ring[: self._held])
+        self._spread_memo = (self.samples, self._held, spread)
+        return spread
 
     def _shape_spread(self, data: Floats) -> bool:
         """Enough samples, over batch sizes that differ by at least 2x: a shape is only visible across load."""

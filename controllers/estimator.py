@@ -365,12 +365,10 @@ def pessimistic_lengths(
     if not estimators:
         return []
     width = max(1, max(k_maxes, default=0))
-    trials = np.zeros((len(estimators), width + 1))
-    passes = np.zeros((len(estimators), width + 1))
-    for row, (est, k) in enumerate(zip(estimators, k_maxes, strict=True)):
-        top = min(k, est.max_k) + 1
-        trials[row, :top] = est.trials[:top]
-        passes[row, :top] = est.passes[:top]
+    tops = [min(k, est.max_k) + 1 for est, k in zip(estimators, k_maxes, strict=True)]
+    pad = [[0.0] * (width + 1 - top) for top in range(width + 2)]  # zeros past each row's own positions
+    trials = np.array([est.trials[:top] + pad[top] for est, top in zip(estimators, tops, strict=True)], dtype=float)
+    passes = np.array([est.passes[:top] + pad[top] for est, top in zip(estimators, tops, strict=True)], dtype=float)
     trials, passes = trials[:, 1:], passes[:, 1:]
     s = np.where(trials > 0, passes, 0.0)
     t = trials

@@ -163,30 +163,32 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     prices = np.concatenate([np.zeros((g, 1)), slopes.reshape(g, -1), np.full((g, 1), _PRICE_CEILING)], axis=1)
     # Route slot first and k outermost: the running argmax over k and the sums over routes below are then
     # elementwise operations on whole arrays, not reductions along a short last axis (several times faster).
-    tokens = np.moveaxis(pools.u[:, :, None] * val, (0, 1, 2), (2, 1, 0))[..., None]  # (k, slot, pool, 1)
-    drafts = (wq.T[None, :, :, None] * ks_axis[:, None, None, None]) * prices[None, None, :, :]
-    allowed = np.moveaxis(pools.allowed, (0, 1, 2), (2, 1, 0))[..., None]
-    value = np.where(allowed, tokens - drafts, -np.inf)  # (k, slot, pool, price)
-    # Each route's best k among k <= M for every M at once: a running argmax over k (the first maximum wins).
-    top, arg = value[0], np.zeros(value.shape[1:], dtype=np.int64)
-    upto = [arg]
+    # A k a route may not take is worth -inf at every price.
+    tokens = np.moveaxis(np.where(pools.allowed, pools.u[:, :, None] * val, -np.inf), (0, 1, 2), (2, 1, 0))
+    drafts = wq.T[None, :, :] * ks_axis[:, None, None]  # (k, slot, pool)
+    value = tokens[..., None] - drafts[..., None] * prices[None, None, :, :]  # (k, slot, pool, price)
+    # Each route's best k among k <= M for every M at once: a running argmax over k (the first maximum wins), kept
+    # as (slot, pool, M, price) so that each candidate below is one index into the last two axes.
+    n_prices = prices.shape[1]
+    upto = np.zeros((width, g, k1, n_prices), dtype=np.int64)
+    top, arg = value[0], upto[:, :, 0]
     for k in range(1, k1):
         rises = value[k] > top
         top, arg = np.where(rises, value[k], top), np.where(rises, k, arg)
-        upto.append(arg)
+        upto[:, :, k] = arg
     # Under a cap M a route's choice depends only on the slopes below M: a price from a slope at or above M gives
     # the same candidate as the next price down. The (M, price) pairs kept are the same for every pool.
     position = np.concatenate([[-1], np.tile(np.arange(k1 - 1), width), [-1]])  # each price's slope position
     cap, price = np.nonzero(position[None, :] < np.arange(k1)[:, None])
     # A live route is capped at M; one without traffic takes its best k whatever M.
-    stacked = np.stack(upto)[cap, :, :, price]  # (candidate, slot, pool)
-    ks = np.moveaxis(np.where(live.T[None], stacked, arg[:, :, price].transpose(2, 0, 1)), 0, 2)  # (slot, pool, cand)
+    capped = np.take(upto.reshape(width, g, k1 * n_prices), cap * n_prices + price, axis=2)  # (slot, pool, candidate)
+    ks = np.where(live.T[:, :, None], capped, np.take(arg, price, axis=2))
     # M is feasible when every live route has an allowed k <= M.
     reach = np.asarray((np.logical_or.accumulate(pools.allowed, axis=2) | ~live[:, :, None]).all(axis=1))  # (pool, M)
     ok = reach[:, cap]  # (pool, candidate)
-    flat = (np.arange(g)[None, :, None] * width + np.arange(width)[:, None, None]) * k1
-    lengths = np.take(tab, flat + ks)  # (slot, pool, candidate)
-    values = np.take(val, flat + ks) if pools.tpot else lengths
+    flat = ks + ((np.arange(g)[None, :, None] * width + np.arange(width)[:, None, None]) * k1)
+    lengths = np.take(tab, flat)  # (slot, pool, candidate)
+    values = np.take(val, flat) if pools.tpot else lengths
     num = pools.num((values * pools.u.T[:, :, None]).sum(axis=0))
     kbar = (ks * wq.T[:, :, None]).sum(axis=0)
     kmax = np.where(live.T[:, :, None], ks, 0).max(axis=0).astype(np.float64)
@@ -236,21 +238,27 @@ def polish(
     width, k1 = pools.tab.shape[1:]
     karange = np.arange(k1, dtype=np.float64)
     active = np.arange(len(ks))
+    # A row that stops is scored where it stands: the figures its last round computed (`score`'s).
+    violation, goodput = np.zeros(len(ks)), np.zeros(len(ks))
     for _ in range(limit or width * k1 + 1):
         if not len(active):
             break
-        moved, slot, k = _best_moves(pools, group[active], batch[active], ks[active], karange, step)
+        moved, slot, k, here_v, here_g = _best_moves(pools, group[active], batch[active], ks[active], karange, step)
+        stopped = active[~moved]
+        violation[stopped], goodput[stopped] = here_v[~moved], here_g[~moved]
         rows = active[moved]
         ks[rows, slot[moved]] = k[moved]
         active = rows
-    violation, goodput = score(pools, group, batch, ks, step)
+    if len(active):  # stopped by `limit`
+        violation[active], goodput[active] = score(pools, group[active], batch[active], ks[active], step)
     return ks, violation, goodput
 
 
 def _best_moves(
     pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, karange: Floats, step: GroupStepTime
-) -> tuple[npt.NDArray[np.bool_], Ints, Ints]:
-    """For each row, its best single move (slot, k) and whether it improves on the row as it stands."""
+) -> tuple[npt.NDArray[np.bool_], Ints, Ints, Floats, Floats]:
+    """For each row, its best single move (slot, k), whether it improves on the row as it stands, and the row's own
+    SLO violation and goodput (`score`'s)."""
     n, width = ks.shape
     k1 = len(karange)
     rows = np.arange(n)
@@ -289,5 +297,6 @@ def _best_moves(
     else:
         pick = _pick(None, goodput)
         better = goodput[rows, pick] > here_good * (1 + TOL)
+        here_v = np.zeros(n, dtype=np.float64)
     slot, k = np.divmod(pick, k1)
-    return better, slot, k
+    return better, slot, k, here_v, here_good

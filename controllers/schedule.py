@@ -324,7 +324,7 @@ def plan_schedules(
         best = _solve(cells.pools, on_grid, [float(b) for b in sizes], starts, step)
     else:
         best = _unsolved(len(problems), len(sizes), cells.width)
-    cells.solve(best, starts, step)
+    cells.solve(best, starts, step, held)
     switches = cells.switches(step)
     previous = [pr.previous if i in held else None for i, pr in enumerate(problems)]
     before = cells.score(previous, step, held, cells.held_full) if held else None
@@ -395,19 +395,30 @@ class _Cells:
         self.full_best: _Best | None = None
         self.held_full: dict[int, list[tuple[int, ...]]] = {}
 
-    def solve(self, best: _Best, starts: Sequence[Sequence[tuple[int, ...]] | None], step: GroupStepTime) -> None:
+    def solve(
+        self,
+        best: _Best,
+        starts: Sequence[Sequence[tuple[int, ...]] | None],
+        step: GroupStepTime,
+        held_grid: Mapping[int, list[tuple[int, ...]]] | None = None,
+    ) -> None:
         """Take `best`, the grid's answers, and solve the pools' full batches (and the grid's sizes beyond them) for the
         TPOT, from the same kinds of starts as every cell (the Lagrangian's, the neighbours', the schedules in force
         where `starts` has them) and goodput's answer at the grid's size at or below where the pool has one. The
         ascent stops at local optima past a knee: against exhaustive search over 4,000 random problems the least rms
         TPOT was missed in 7 (by 0.9% at worst) with or without goodput's answers as starts (for the mean TPOT: 6, by
-        2.0%, with them); without the Lagrangian's starts, in 250 of 4,000 (25%, mean TPOT)."""
+        2.0%, with them); without the Lagrangian's starts, in 250 of 4,000 (25%, mean TPOT). `held_grid`: the
+        schedules in force already read at the grid's sizes (`_on_grid`), reused where the full sizes are the grid's
+        (every pool solved for the TPOT from batch 1)."""
         self.best = best
         self._of.clear()
         if self.tpot is None:
             return
+        same = held_grid is not None and self.full_sizes == self.sizes
         self.held_full = {
-            i: _on_grid(pr.routes, pr.previous, self.full_sizes)
+            i: held_grid[i]
+            if same and held_grid is not None and i in held_grid
+            else _on_grid(pr.routes, pr.previous, self.full_sizes)
             for i, pr in enumerate(self.problems)
             if i in self.full and pr.previous and starts[i]
         }
@@ -441,6 +452,9 @@ class _Cells:
         if not full:
             return own, self.best.ks[i], self.best.violation[i], self.best.goodput[i]
         assert self.full_best is not None
+        if not grid:  # solved for the TPOT throughout
+            fb = self.full_best
+            return own, fb.ks[i, full], fb.violation[i, full], fb.goodput[i, full]
         ks = np.concatenate([self.best.ks[i, grid], self.full_best.ks[i, full]])
         violation = np.concatenate([self.best.violation[i, grid], self.full_best.violation[i, full]])
         value = np.concatenate([self.best.goodput[i, grid], self.full_best.goodput[i, full]])
@@ -471,14 +485,18 @@ class _Cells:
                     continue
                 own, ks, _, _ = self.of(i)
                 start, stop = (len(grid), len(own)) if tpot else (0, len(grid))
-                for j in range(start, stop - 1):
-                    if own[j + 1] - own[j] > 1 and (ks[j] != ks[j + 1]).any():
-                        group.append(i)
-                        pair.append(j)
-                        lo.append(own[j])
-                        hi.append(own[j + 1])
-                        first.append(ks[j])
-                        second.append(ks[j + 1])
+                if stop - start < 2:
+                    continue
+                sizes = np.asarray(own[start:stop])
+                # Neighbours with integers between them whose answers differ.
+                apart = (sizes[1:] - sizes[:-1] > 1) & (ks[start + 1 : stop] != ks[start : stop - 1]).any(axis=1)
+                for j in (start + np.flatnonzero(apart)).tolist():
+                    group.append(i)
+                    pair.append(j)
+                    lo.append(own[j])
+                    hi.append(own[j + 1])
+                    first.append(ks[j])
+                    second.append(ks[j + 1])
             if not group:
                 continue
             found = _switch_points(arrays, np.asarray(group), np.stack(first), np.stack(second), lo, hi, step)
