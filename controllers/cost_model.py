@@ -785,9 +785,9 @@ def _ridge_fits(
     spread = np.einsum("mi,mij,mj->m", theta, a_raw, theta) - 2 * np.einsum("mi,mi->m", theta, h)
     with np.errstate(divide="ignore", invalid="ignore"):
         errors = np.sqrt(np.maximum(0.0, spread + yy) / yy)
+    usable: list[bool] = (np.isfinite(theta).all(axis=1) & (yy > 0)).tolist()
     return [
-        (theta[n], float(errors[n])) if np.all(np.isfinite(theta[n])) and yy[n] > 0 else None
-        for n in range(len(moments))
+        (theta[n], error) if ok else None for n, (ok, error) in enumerate(zip(usable, errors.tolist(), strict=True))
     ]
 
 

@@ -110,9 +110,10 @@ class PoolArrays:
         over requests). A pool without routes sums to 0 there (-inf, never chosen)."""
         if not self.tpot:
             return value
-        with np.errstate(divide="ignore"):
-            mean = np.where(value < 0, -value, np.inf) ** (-1.0 / TPOT_POWER)
-        return np.asarray(np.where(value < 0, mean, -np.inf), dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = np.asarray((-value) ** (-1.0 / TPOT_POWER), dtype=np.float64)
+        mean[~(value < 0)] = -np.inf
+        return mean
 
 
 def _request_shares(rates: Floats, w: Floats) -> Floats:
@@ -174,7 +175,7 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     top, arg = value[0], upto[:, :, 0]
     for k in range(1, k1):
         rises = value[k] > top
-        top, arg = np.where(rises, value[k], top), np.where(rises, k, arg)
+        top, arg = np.maximum(value[k], top), np.where(rises, k, arg)
         upto[:, :, k] = arg
     # Under a cap M a route's choice depends only on the slopes below M: a price from a slope at or above M gives
     # the same candidate as the next price down. The (M, price) pairs kept are the same for every pool.
@@ -186,21 +187,41 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     # M is feasible when every live route has an allowed k <= M.
     reach = np.asarray((np.logical_or.accumulate(pools.allowed, axis=2) | ~live[:, :, None]).all(axis=1))  # (pool, M)
     ok = reach[:, cap]  # (pool, candidate)
+    kmax_int = np.where(live.T[:, :, None], ks, 0).max(axis=0)
+    ks, ok, kmax_int = _distinct(ks, ok, kmax_int, cap)
     flat = ks + ((np.arange(g)[None, :, None] * width + np.arange(width)[:, None, None]) * k1)
     lengths = np.take(tab, flat)  # (slot, pool, candidate)
     values = np.take(val, flat) if pools.tpot else lengths
     num = pools.num((values * pools.u.T[:, :, None]).sum(axis=0))
     kbar = (ks * wq.T[:, :, None]).sum(axis=0)
-    kmax = np.where(live.T[:, :, None], ks, 0).max(axis=0).astype(np.float64)
+    kmax = kmax_int.astype(np.float64)
     b = batch[None, :, None]
     steps = step(np.arange(g, dtype=np.int64), b, kbar[:, None, :], kmax[:, None, :])  # (pool, batch, candidate)
-    goodput = np.where(ok[:, None, :], b * num[:, None, :] / steps, -np.inf)
+    goodput = b * np.where(ok, num, -np.inf)[:, None, :] / steps  # an infeasible cap's candidates never win
     best = [_pick(None, goodput)]  # (pool, batch)
     if pools.has_slo:
         violation = _violation(steps, np.moveaxis(lengths, 0, 2)[:, None], pools.target[:, None, None, :])
         best.insert(0, _pick(np.where(ok[:, None, :], violation, np.inf), goodput))
     chosen = [np.take_along_axis(ks[:, :, None, :], pick[None, :, :, None], axis=3)[..., 0] for pick in best]
     return np.asarray(np.moveaxis(np.stack(chosen), 1, 3), dtype=np.int64)  # (start, pool, batch, slot)
+
+
+def _distinct(ks: Ints, ok: npt.NDArray[np.bool_], kmax: Ints, cap: Ints) -> tuple[Ints, npt.NDArray[np.bool_], Ints]:
+    """`hull_starts`' candidates (ks: (slot, pool, candidate), caps ascending) without those that repeat an earlier
+    one: under the cap M a candidate whose live routes all stay below M is the same under the cap M - 1 at its price,
+    and every price's candidate under a cap is one of that cap's (the choices change only at the slopes below it).
+    About half of them go; equal candidates score alike and the first of them is the one kept, so every start is
+    the one the full list gives (tests/controllers/test_joint_k.py). Each pool keeps its own; the shorter lists are
+    padded with infeasible candidates."""
+    repeat = (cap > 0) & (kmax < cap)  # (pool, candidate)
+    width = int((~repeat).sum(axis=1).max())
+    order = np.argsort(repeat, axis=1, kind="stable")[:, :width]  # (pool, kept): each pool's in their order
+    kept = ~np.take_along_axis(repeat, order, axis=1)
+    return (
+        np.take_along_axis(ks, order[None], axis=2),
+        np.take_along_axis(ok, order, axis=1) & kept,
+        np.take_along_axis(kmax, order, axis=1),
+    )
 
 
 def _totals(pools: PoolArrays, group: Ints, ks: Ints) -> tuple[Floats, Floats, Floats, Ints]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from specgate.controllers import joint_k
 from specgate.controllers.joint_k import PoolArrays, hull_starts, polish
 from specgate.controllers.policy import RouteState, evaluate
 
@@ -152,3 +154,21 @@ def test_pools_of_different_sizes_share_the_arrays_with_padding_that_stays_off()
     starts = hull_starts(arrays, np.array([1.0, 256.0]), knee_step)
     assert starts.shape == (1, 3, 2, 4)  # one start per cell without SLOs
     assert (starts[0, 0, :, 1:] == 0).all() and (starts[0, 0, :, 0] >= 1).all() and (starts[0, 0, :, 0] <= 3).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(slo_route_st, min_size=1, max_size=5), min_size=1, max_size=4),
+    st.sampled_from(["goodput", "tpot"]),
+)
+def test_leaving_out_repeated_candidates_changes_no_start(pools_spec, objective) -> None:  # type: ignore[no-untyped-def]
+    """`_distinct` drops the Lagrangian candidates that repeat an earlier one: every pool's start at every batch size
+    is the one the full list gives (the first of equal candidates wins either way)."""
+    groups = [[route(i, s) for i, s in enumerate(spec)] for spec in pools_spec]
+    arrays = PoolArrays(groups, objective)
+    batches = np.array([1.0, 8.0, 24.0, 64.0, 192.0])
+    kept = hull_starts(arrays, batches, knee_step)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(joint_k, "_distinct", lambda ks, ok, kmax, cap: (ks, ok, kmax))
+        every = hull_starts(arrays, batches, knee_step)
+    assert np.array_equal(kept, every)
