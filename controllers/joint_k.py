@@ -103,6 +103,10 @@ class PoolArrays:
             rates = np.zeros(n * width)
             rates[at] = [r.request_rate or 0.0 for r in routes]
             self.u = _request_shares(rates.reshape(n, width), self.w)
+        # Each route's weighted term of the objective and of the mean drafts at every k (pool, slot, k): the products
+        # every solve step reads.
+        self.uval = self.u[:, :, None] * self.val
+        self.wqk = self.wq[:, :, None] * np.arange(k1, dtype=np.float64)
 
     def num(self, value: Floats) -> Floats:
         """Tokens per step per request from the weighted sum of `val`: the sum itself (goodput), or the power mean of
@@ -147,7 +151,6 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     Lagrangian does not price violations: the ascent from there often ends better than from the fewest violations,
     measured: docs/controller.md)."""
     g, width, k1 = pools.tab.shape
-    ks_axis = np.arange(k1)
     w, wq, tab, live = pools.w, pools.wq, pools.tab, pools.live
     val = pools.val
     # Prices: 0, one above all, and every slope of a route's tokens per unit of mean drafts between consecutive k
@@ -165,17 +168,18 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     # Route slot first and k outermost: the running argmax over k and the sums over routes below are then
     # elementwise operations on whole arrays, not reductions along a short last axis (several times faster).
     # A k a route may not take is worth -inf at every price.
-    tokens = np.moveaxis(np.where(pools.allowed, pools.u[:, :, None] * val, -np.inf), (0, 1, 2), (2, 1, 0))
-    drafts = wq.T[None, :, :] * ks_axis[:, None, None]  # (k, slot, pool)
-    value = tokens[..., None] - drafts[..., None] * prices[None, None, :, :]  # (k, slot, pool, price)
-    # Each route's best k among k <= M for every M at once: a running argmax over k (the first maximum wins), kept
-    # as (slot, pool, M, price) so that each candidate below is one index into the last two axes.
+    tokens = np.moveaxis(np.where(pools.allowed, pools.uval, -np.inf), (0, 1, 2), (2, 1, 0))
+    drafts = pools.wqk.transpose(2, 1, 0)  # (k, slot, pool)
+    # Each route's best k among k <= M for every M at once: a running argmax over k (the first maximum wins) of its
+    # value at k, tokens less drafts at the price (slot, pool, price), kept as (slot, pool, M, price) so that each
+    # candidate below is one index into the last two axes (k fits a byte).
     n_prices = prices.shape[1]
-    upto = np.zeros((width, g, k1, n_prices), dtype=np.int64)
-    top, arg = value[0], upto[:, :, 0]
+    upto = np.zeros((width, g, k1, n_prices), dtype=np.int8)
+    top, arg = tokens[0][..., None] - drafts[0][..., None] * prices, upto[:, :, 0]
     for k in range(1, k1):
-        rises = value[k] > top
-        top, arg = np.maximum(value[k], top), np.where(rises, k, arg)
+        value = tokens[k][..., None] - drafts[k][..., None] * prices
+        rises = value > top
+        top, arg = np.maximum(value, top), np.where(rises, np.int8(k), arg)
         upto[:, :, k] = arg
     # Under a cap M a route's choice depends only on the slopes below M: a price from a slope at or above M gives
     # the same candidate as the next price down. The (M, price) pairs kept are the same for every pool.
@@ -183,7 +187,7 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     cap, price = np.nonzero(position[None, :] < np.arange(k1)[:, None])
     # A live route is capped at M; one without traffic takes its best k whatever M.
     capped = np.take(upto.reshape(width, g, k1 * n_prices), cap * n_prices + price, axis=2)  # (slot, pool, candidate)
-    ks = np.where(live.T[:, :, None], capped, np.take(arg, price, axis=2))
+    ks = np.where(live.T[:, :, None], capped, np.take(arg, price, axis=2)).astype(np.int64)
     # M is feasible when every live route has an allowed k <= M.
     reach = np.asarray((np.logical_or.accumulate(pools.allowed, axis=2) | ~live[:, :, None]).all(axis=1))  # (pool, M)
     ok = reach[:, cap]  # (pool, candidate)
@@ -213,33 +217,33 @@ def _distinct(ks: Ints, ok: npt.NDArray[np.bool_], kmax: Ints, cap: Ints) -> tup
     About half of them go; equal candidates score alike and the first of them is the one kept, so every start is
     the one the full list gives (tests/controllers/test_joint_k.py). Each pool keeps its own; the shorter lists are
     padded with infeasible candidates."""
-    repeat = (cap > 0) & (kmax < cap)  # (pool, candidate)
-    width = int((~repeat).sum(axis=1).max())
-    order = np.argsort(repeat, axis=1, kind="stable")[:, :width]  # (pool, kept): each pool's in their order
-    kept = ~np.take_along_axis(repeat, order, axis=1)
-    return (
-        np.take_along_axis(ks, order[None], axis=2),
-        np.take_along_axis(ok, order, axis=1) & kept,
-        np.take_along_axis(kmax, order, axis=1),
-    )
+    keep = (cap == 0) | (kmax >= cap)  # (pool, candidate)
+    counts = keep.sum(axis=1)
+    pool, candidate = np.nonzero(keep)  # pool by pool, candidates in order
+    rank = np.arange(len(pool)) - np.repeat(np.cumsum(counts) - counts, counts)
+    order = np.zeros((len(keep), int(counts.max())), dtype=np.int64)  # (pool, kept); padding: candidate 0
+    order[pool, rank] = candidate
+    real = np.zeros(order.shape, dtype=bool)
+    real[pool, rank] = True
+    rows = np.arange(len(keep))[:, None]
+    return ks[:, rows, order], ok[rows, order] & real, kmax[rows, order]
 
 
-def _totals(pools: PoolArrays, group: Ints, ks: Ints) -> tuple[Floats, Floats, Floats, Ints]:
+def _totals(pools: PoolArrays, group: Ints, ks: Ints) -> tuple[Floats, Floats, Floats, Ints, Floats, Floats]:
     """Per row (pool number `group`, the routes' `ks`): each route's E[L(k)], the objective's weighted sum over the
-    routes (`PoolArrays.val`: for goodput, the share-weighted tokens per step), the mean drafts per step and the
-    routes' ks with those of routes without traffic at 0 (their max is kmax)."""
+    routes (`PoolArrays.val`: for goodput, the share-weighted tokens per step), the mean drafts per step, the
+    routes' ks with those of routes without traffic at 0 (their max is kmax), and each route's terms of the two
+    sums (`PoolArrays.uval`, `PoolArrays.wqk`)."""
     at = (group[:, None], np.arange(ks.shape[1])[None, :], ks)
-    lengths = pools.tab[at]
-    num = ((pools.val[at] if pools.tpot else lengths) * pools.u[group]).sum(axis=1)
-    kbar = (ks * pools.wq[group]).sum(axis=1)
-    return lengths, num, kbar, np.where(pools.live[group], ks, 0)
+    terms, drafts = pools.uval[at], pools.wqk[at]
+    return pools.tab[at], terms.sum(axis=1), drafts.sum(axis=1), np.where(pools.live[group], ks, 0), terms, drafts
 
 
 def score(pools: PoolArrays, group: Ints, batch: Floats, ks: Ints, step: GroupStepTime) -> tuple[Floats, Floats]:
     """(SLO violation, goodput) of each row: pool number `group`, batch size `batch`, the routes' `ks` (rows, slots).
     Under the TPOT objective the second is B over the TPOT's root mean square (`PoolArrays`), larger being better
     likewise."""
-    lengths, num, kbar, masked = _totals(pools, group, ks)
+    lengths, num, kbar, masked, _, _ = _totals(pools, group, ks)
     steps = step(group, batch, kbar, masked.max(axis=1).astype(np.float64))
     if pools.has_slo:
         violation = _violation(steps, lengths, pools.target[group])
@@ -283,19 +287,15 @@ def _best_moves(
     n, width = ks.shape
     k1 = len(karange)
     rows = np.arange(n)
-    w, wq, tab, live = pools.w[group], pools.wq[group], pools.tab[group], pools.live[group]
-    lengths, num, kbar, masked = _totals(pools, group, ks)
+    live = pools.live[group]
+    lengths, num, kbar, masked, terms, drafts = _totals(pools, group, ks)
     ranked = np.sort(masked, axis=1)
     top = ranked[:, -1:]
     second = ranked[:, -2:-1] if width > 1 else np.zeros((n, 1), dtype=masked.dtype)
     others = np.where(masked == top, second, top)[:, :, None].astype(np.float64)  # largest k of the other slots
-    # The objective's term of each route as it stands and at every k (`PoolArrays.val`, weighted by `u`).
-    val, now_val, u = tab, lengths, w
-    if pools.tpot:
-        val, u = pools.val[group], pools.u[group]
-        now_val = np.take_along_axis(val, ks[:, :, None], axis=2)[..., 0]
-    t_num = pools.num((num[:, None] - u * now_val)[:, :, None] + u[:, :, None] * val)
-    t_kbar = (kbar[:, None] - wq * ks)[:, :, None] + wq[:, :, None] * karange
+    # Each route's term of the objective and of the mean drafts replaced by its term at every k.
+    t_num = pools.num((num[:, None] - terms)[:, :, None] + pools.uval[group])
+    t_kbar = (kbar[:, None] - drafts)[:, :, None] + pools.wqk[group]
     t_kmax = np.where(live[:, :, None], np.maximum(others, karange), others)
     b = batch[:, None, None]
     steps = step(group, b, t_kbar, t_kmax)  # (row, slot, k)
@@ -309,7 +309,7 @@ def _best_moves(
         each = np.maximum(0.0, steps[..., None] / lengths[:, None, None, :] - target[:, None, None, :])
         each = each / target[:, None, None, :]
         own_now = np.take_along_axis(each, np.broadcast_to(np.arange(width)[None, :, None, None], (n, width, k1, 1)), 3)
-        own_new = np.maximum(0.0, steps / tab - target[:, :, None]) / target[:, :, None]
+        own_new = np.maximum(0.0, steps / pools.tab[group] - target[:, :, None]) / target[:, :, None]
         violation = np.where(allowed, each.sum(axis=3) - own_now[..., 0] + own_new, np.inf).reshape(n, -1)
         pick = _pick(violation, goodput)
         here_v = _violation(here_step, lengths, target)

@@ -49,6 +49,8 @@ _MORE_ROUNDS = 3
 BATCH_GRID: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 Floats = npt.NDArray[np.float64]
+# Rows of routes' ks in route order, one per batch size: tuples, or an array (batch size, route).
+KsRows = Sequence[tuple[int, ...]] | npt.NDArray[np.int64]
 # The step time over arrays of (batch, mean k, largest k), elementwise with broadcasting.
 VectorStepTime = Callable[[Floats, Floats, Floats], Floats]
 
@@ -86,7 +88,7 @@ def joint_optima(
 def _joint_optima(
     problems: Sequence[PoolProblem],
     batches: Sequence[float],
-    starts: Sequence[Sequence[tuple[int, ...]] | None],
+    starts: Sequence[KsRows | None],
     step_many: GroupStepTime | None,
 ) -> list[list[dict[str, int]]]:
     """`joint_optima` with each start given as the routes' ks in order, within their bounds."""
@@ -120,7 +122,7 @@ def _solve(
     pools: PoolArrays,
     live: Sequence[int],
     batches: Sequence[float],
-    starts: Sequence[Sequence[tuple[int, ...]] | None],
+    starts: Sequence[KsRows | None],
     step: GroupStepTime,
     more: tuple[npt.NDArray[np.int64], Sequence[int]] | None = None,
 ) -> _Best:
@@ -153,7 +155,7 @@ def _solve(
         rows.append((pool_ids[at], j[n], near[at, n]))
     held = [i for i in live if starts[i] is not None]
     if held:
-        before = np.stack([_padded(starts[i] or (), pools.width) for i in held])  # (pool, batch size, slot)
+        before = np.stack([_padded(_given(starts[i]), pools.width) for i in held])  # (pool, batch size, slot)
         at, j = np.nonzero((before != best.ks[held]).any(axis=2))
         rows.append((np.asarray(held, dtype=np.int64)[at], j, before[at, j]))
     if more is not None:
@@ -209,7 +211,16 @@ def _compressed(sizes: tuple[int, ...], ks: tuple[int, ...]) -> Schedule:
     return compress(list(zip(sizes, ks, strict=True)))
 
 
-def _padded(starts: Sequence[tuple[int, ...]], width: int) -> npt.NDArray[np.int64]:
+def _given(rows: KsRows | None) -> KsRows:
+    return () if rows is None else rows
+
+
+def _padded(starts: KsRows, width: int) -> npt.NDArray[np.int64]:
+    """Rows of routes' ks as an array (rows, `width`), 0 in the slots past a row's routes."""
+    if isinstance(starts, np.ndarray):
+        out = np.zeros((len(starts), width), dtype=np.int64)
+        out[:, : starts.shape[1]] = starts
+        return out
     return np.array([start + (0,) * (width - len(start)) for start in starts], dtype=np.int64).reshape(-1, width)
 
 
@@ -258,15 +269,15 @@ def _with_switches(
 
 def _on_grid(
     routes: Sequence[RouteState], schedules: Mapping[str, Schedule], sizes: Sequence[int]
-) -> list[tuple[int, ...]]:
-    """Per batch size of `sizes`: the routes' ks on their schedules, clamped to their bounds (a route without a
-    schedule at its k_min), as `_clamp` would give them, computed column by column."""
+) -> npt.NDArray[np.int64]:
+    """The routes' ks on their schedules at each batch size of `sizes` (batch size, route), clamped to their bounds
+    (a route without a schedule at its k_min), as `_clamp` would give them, computed column by column."""
     grid = tuple(sizes)
     columns = [on_grid(schedules[r.name], grid) if r.name in schedules else (r.k_min,) * len(grid) for r in routes]
-    lo = np.array([r.k_min for r in routes])
-    hi = np.array([r.k_max for r in routes])
-    clipped: list[list[int]] = np.minimum(np.maximum(np.array(columns).T, lo), hi).tolist()
-    return [tuple(row) for row in clipped]
+    lo = np.array([r.k_min for r in routes], dtype=np.int64)
+    hi = np.array([r.k_max for r in routes], dtype=np.int64)
+    ks = np.array(columns, dtype=np.int64).reshape(len(routes), len(grid)).T
+    return np.asarray(np.minimum(np.maximum(ks, lo), hi), dtype=np.int64)
 
 
 def _clamp(routes: Sequence[RouteState], start: Mapping[str, int]) -> tuple[int, ...]:
@@ -393,14 +404,14 @@ class _Cells:
         # sizes (a start there, and the figures to beat: `score`).
         self.best: _Best | None = None
         self.full_best: _Best | None = None
-        self.held_full: dict[int, list[tuple[int, ...]]] = {}
+        self.held_full: dict[int, KsRows] = {}
 
     def solve(
         self,
         best: _Best,
-        starts: Sequence[Sequence[tuple[int, ...]] | None],
+        starts: Sequence[KsRows | None],
         step: GroupStepTime,
-        held_grid: Mapping[int, list[tuple[int, ...]]] | None = None,
+        held_grid: Mapping[int, KsRows] | None = None,
     ) -> None:
         """Take `best`, the grid's answers, and solve the pools' full batches (and the grid's sizes beyond them) for the
         TPOT, from the same kinds of starts as every cell (the Lagrangian's, the neighbours', the schedules in force
@@ -420,7 +431,7 @@ class _Cells:
             if same and held_grid is not None and i in held_grid
             else _on_grid(pr.routes, pr.previous, self.full_sizes)
             for i, pr in enumerate(self.problems)
-            if i in self.full and pr.previous and starts[i]
+            if i in self.full and pr.previous and (given := starts[i]) is not None and len(given)
         }
         held = [self.held_full.get(i) for i in range(len(self.problems))]
         below = np.maximum(np.searchsorted(self.sizes, self.full_sizes, side="right") - 1, 0)
@@ -509,13 +520,13 @@ class _Cells:
         self,
         schedules: Sequence[Mapping[str, Schedule] | None],
         step: GroupStepTime,
-        at_grid: Mapping[int, Sequence[tuple[int, ...]]] | None = None,
-        at_full: Mapping[int, Sequence[tuple[int, ...]]] | None = None,
+        at_grid: Mapping[int, KsRows] | None = None,
+        at_full: Mapping[int, KsRows] | None = None,
     ) -> tuple[dict[int, Floats], dict[int, Floats]]:
         """(SLO violation, objective) of the schedules given for each pool (None: not scored) at each of its batch
         sizes (`of`), every pool in one pass per objective; `at_grid`, `at_full`: their ks at the grid's sizes and
         at the full sizes where already read (`_on_grid`)."""
-        parts: dict[bool, tuple[list[int], list[int], list[tuple[int, ...]]]] = {
+        parts: dict[bool, tuple[list[int], list[int], list[npt.NDArray[np.int64]]]] = {
             False: ([], [], []),
             True: ([], [], []),
         }
@@ -526,16 +537,18 @@ class _Cells:
             grid, full = self._split[i]
             read = at_grid[i] if at_grid is not None and i in at_grid else _on_grid(routes, given, self.sizes)
             if not full:
-                read_full: Sequence[tuple[int, ...]] = []
+                read_full: KsRows = []
             elif at_full is not None and i in at_full:
                 read_full = at_full[i]
             else:
                 read_full = _on_grid(routes, given, self.full_sizes)
             for tpot, cells, ks in ((False, grid, read), (True, full, read_full)):
+                if not cells:
+                    continue
                 group, index, rows = parts[tpot]
                 group += [i] * len(cells)
                 index += cells
-                rows += [ks[c] for c in cells]
+                rows.append(_padded(np.asarray(ks, dtype=np.int64)[cells], self.width))
         violation: dict[int, list[Floats]] = {}
         value: dict[int, list[Floats]] = {}
         for tpot, (group, index, rows) in parts.items():
@@ -544,7 +557,7 @@ class _Cells:
             arrays = self.tpot if tpot else self.pools
             assert arrays is not None
             sizes = np.asarray(self.full_sizes if tpot else self.sizes, dtype=np.float64)
-            v, t = score(arrays, np.array(group, dtype=np.int64), sizes[index], _padded(rows, arrays.width), step)
+            v, t = score(arrays, np.array(group, dtype=np.int64), sizes[index], np.concatenate(rows), step)
             # Rows are pool by pool: each pool's a run of them.
             start = 0
             for i, n in Counter(group).items():
