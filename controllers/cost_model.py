@@ -44,6 +44,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -240,7 +241,8 @@ class StepCostModel:
         self._grid_moments: _Moments | None = None
         self._shape_moments: _Moments | None = None
         # Rows evicted from the ring that a kept set of moments has not yet taken out, with their sample numbers.
-        self._evicted: list[tuple[int, Floats]] = []
+        # Oldest first (sample numbers rise): trimmed from the left, read from the right.
+        self._evicted: deque[tuple[int, Floats]] = deque()
         # `_window_spread` as of (samples, held): every tick asks it of every pool, and most ticks add few samples.
         self._spread_memo: tuple[int, int, bool] | None = None
 
@@ -482,7 +484,7 @@ class StepCostModel:
         data = self._ring[(self._next - np.arange(new, 0, -1)) % len(self._ring)]
         after = np.arange(new - 1, -1, -1, dtype=np.float64)
         sign = np.ones(new)
-        gone = [(n, row) for n, row in self._evicted if n >= cache.at - len(self._ring)]
+        gone = self._evicted_since(cache.at - len(self._ring))
         if gone:
             data = np.concatenate([data, [row for _, row in gone]])
             after = np.concatenate([after, [self.samples - 1 - n for n, _ in gone]])
@@ -492,7 +494,19 @@ class StepCostModel:
     def _trim_evicted(self) -> None:
         """Rows evicted before what every kept set of moments has reached are no longer needed."""
         reached = min(m.at for m in (self._grid_moments, self._shape_moments) if m is not None)
-        self._evicted = [(n, row) for n, row in self._evicted if n >= reached - len(self._ring)]
+        limit = reached - len(self._ring)
+        while self._evicted and self._evicted[0][0] < limit:
+            self._evicted.popleft()
+
+    def _evicted_since(self, limit: int) -> list[tuple[int, Floats]]:
+        """The evicted rows with sample number `limit` or later, oldest first (the newest few, read from the right)."""
+        out: list[tuple[int, Floats]] = []
+        for n, row in reversed(self._evicted):
+            if n < limit:
+                break
+            out.append((n, row))
+        out.reverse()
+        return out
 
     def _weights(self, y: Floats) -> Floats:
         """Each sample's weight, oldest first (`y`: the whole window's step times): recency (exponential), and 1 / its
