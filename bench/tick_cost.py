@@ -3,11 +3,13 @@ computes every pool's route schedules. Also the admin view of every pool (`/admi
 schedules and the route-blind vLLM table, computed on request). Pure CPU, no engine.
 
     python bench/tick_cost.py --routes 100 --pools 10 --repeat 60 [--baseline-code REV] [--evidence 1]
-        [--max-num-seqs N] [--objective tpot|goodput]
+        [--max-num-seqs N] [--objective tpot|goodput] [--warmup 3]
 
 Before each tick (untimed) every route gets `--evidence` finished requests, as on a busy gateway: each tick then
 works on fresh estimates and refits the pools' step times. Prints the median and the 10th-90th percentile of each,
-over `--repeat` ticks after a warm-up; for the tick, its wall time and the process's CPU time during it. With
+over `--repeat` ticks after `--warmup` untimed ones (3; ~250 fill every pool's step-time window at one request
+per route per tick, the steady state of a long-running gateway, where each fit also folds out evicted samples); for
+the tick, its wall time and the process's CPU time during it. With
 `--baseline-code REV` the controller, schedule solver and step-time model of git revision REV run beside today's on
 the same inputs, taking turns tick by tick (order swapped each tick), and the ratio of the medians is printed.
 """
@@ -132,6 +134,12 @@ def main() -> None:
         help="finished requests per route before each tick (0: none, so fits stay cached and routes go stale after "
         "stale_after_s: keep --repeat under ~25 then)",
     )
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=3,
+        help="untimed ticks first (about 250 fill every pool's step-time window: the steady state)",
+    )
     args = ap.parse_args()
     codes = {"today": controller}
     if args.baseline_code:
@@ -152,7 +160,7 @@ def main() -> None:
     cpu: dict[str, list[float]] = {name: [] for name in codes}
     views: dict[str, list[float]] = {name: [] for name in codes}
     now = 2.0
-    for i in range(args.repeat + 3):
+    for i in range(args.repeat + args.warmup):
         batches = {f"p{p}": loads.uniform(1, 64) for p in range(args.pools)}
         order = list(controllers.items())
         for name, ctl in order if i % 2 == 0 else order[::-1]:
@@ -163,7 +171,7 @@ def main() -> None:
             for p in range(args.pools):
                 ctl.schedules(f"p{p}")
             done = time.perf_counter()
-            if i >= 3:
+            if i >= args.warmup:
                 ticks[name].append(1000 * (mid - started))
                 cpu[name].append(1000 * (mid_cpu - started_cpu))
                 views[name].append(1000 * (done - mid))
