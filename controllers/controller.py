@@ -37,7 +37,7 @@ from specgate.controllers.observations import Observation
 from specgate.controllers.policy import (
     RouteState,
     break_even_acceptance,
-    evaluate,
+    speedups,
 )
 from specgate.controllers.schedule import (
     BATCH_GRID,
@@ -393,7 +393,8 @@ class SpeculationController:
         return min(r.k_min, self._k_max(r))
 
     def _clamp(self, r: RouteSpec, k: int) -> int:
-        return max(self._k_min(r), min(self._k_max(r), k))
+        top = self._k_max(r)
+        return max(min(r.k_min, top), min(top, k))
 
     def estimator(self, route: str, pool: str) -> AcceptanceEstimator:
         key = (route, pool)
@@ -780,9 +781,9 @@ class SpeculationController:
             rt.k = k
         cache = self._states_cache or {}
         states = [cache.get(rt.spec.name) or self._state(rt, rt.k, rt.k) for rt in members]
-        now_eval = evaluate(states, {rt.spec.name: rt.k for rt in members}, float(b), self._cost[pool.name].predict)
+        gains = speedups(states, {rt.spec.name: rt.k for rt in members}, float(b), self._cost[pool.name].predict)
         for rt in members:
-            rt.speedup = now_eval.speedup[rt.spec.name]
+            rt.speedup = gains[rt.spec.name]
         return moved
 
     def _states(

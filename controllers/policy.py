@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Assignment", "RouteState", "break_even_acceptance", "evaluate", "optimise"]
+__all__ = ["Assignment", "RouteState", "break_even_acceptance", "evaluate", "optimise", "speedups"]
 
 StepTime = Callable[[float, float, float], float]
 
@@ -50,13 +50,27 @@ class Assignment:
     tpot_s: Mapping[str, float]
 
 
-def evaluate(routes: Sequence[RouteState], ks: Mapping[str, int], batch: float, step_time: StepTime) -> Assignment:
+def _steps(
+    routes: Sequence[RouteState], ks: Mapping[str, int], batch: float, step_time: StepTime
+) -> tuple[float, float, float]:
+    """(total share, step time with the routes at `ks`, step time without drafts)."""
     total_share = sum(r.share for r in routes) or 1.0
     # Shares normalised first: a decayed share can be denormal, and its product with q would underflow to 0.
     kbar = sum((r.share / total_share) * r.proposal_rate * ks[r.name] for r in routes)
     kmax = max((ks[r.name] for r in routes if r.share > 0), default=0)
-    step = step_time(batch, kbar, kmax)
-    base = step_time(batch, 0.0, 0.0)
+    return total_share, step_time(batch, kbar, kmax), step_time(batch, 0.0, 0.0)
+
+
+def speedups(
+    routes: Sequence[RouteState], ks: Mapping[str, int], batch: float, step_time: StepTime
+) -> dict[str, float]:
+    """`evaluate`'s speed-up per route alone (the control loop reads it for every pool every tick)."""
+    _, step, base = _steps(routes, ks, batch, step_time)
+    return {r.name: r.lengths[min(ks[r.name], len(r.lengths) - 1)] * base / step for r in routes}
+
+
+def evaluate(routes: Sequence[RouteState], ks: Mapping[str, int], batch: float, step_time: StepTime) -> Assignment:
+    total_share, step, base = _steps(routes, ks, batch, step_time)
     good = 0.0
     violation = 0.0
     speedup: dict[str, float] = {}

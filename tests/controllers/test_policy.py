@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from specgate.controllers.policy import RouteState, break_even_acceptance, evaluate, optimise
+from specgate.controllers.policy import RouteState, break_even_acceptance, evaluate, optimise, speedups
 
 
 def gpu_like(b: float, kbar: float, kmax: float) -> float:
@@ -186,3 +186,14 @@ def test_mean_drafts_per_step_count_only_steps_with_a_proposal() -> None:
     ]
     evaluate(routes, {"chat": 4, "code": 2}, 8, step)
     assert seen[0] == pytest.approx(0.5 * 0.4 * 4 + 0.5 * 2)
+
+
+@given(
+    st.lists(st.tuples(st.floats(0.0, 0.95), st.floats(0.0, 5.0), st.integers(0, 6)), min_size=1, max_size=6),
+    st.floats(1.0, 256.0),
+)
+def test_speedups_are_evaluates_own(specs: list[tuple[float, float, int]], batch: float) -> None:
+    """The control loop reads each route's speed-up alone (`speedups`): the same numbers `evaluate` gives."""
+    routes = [RouteState(f"r{i}", share, 0, 4, lengths(alpha)) for i, (alpha, share, _) in enumerate(specs)]
+    ks = {r.name: k for r, (_, _, k) in zip(routes, specs, strict=True)}
+    assert speedups(routes, ks, batch, gpu_like) == evaluate(routes, ks, batch, gpu_like).speedup
