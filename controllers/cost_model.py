@@ -375,10 +375,11 @@ class StepCostModel:
         best = at[0]
         if best not in errors:
             return best, fits[best]
-        c0, rest = self._shapes[best, 0], [n for n in at[1:] if n in errors]
+        costs, knees = self._shapes[:, 0].tolist(), self._shapes[:, 1].tolist()
+        c0, rest = costs[best], [n for n in at[1:] if n in errors]
         stages: list[Callable[[int], bool]] = [
-            lambda n: bool(self._shapes[n, 0] == c0),
-            lambda n: bool(self._shapes[n, 1] == self._shapes[best, 1]),
+            lambda n: costs[n] == c0,
+            lambda n: knees[n] == knees[best],  # the knee of the best so far
             lambda n: True,
         ]
         margin = 1 - self._shape_margin
