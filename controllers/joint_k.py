@@ -167,19 +167,22 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     prices = np.concatenate([np.zeros((g, 1)), slopes.reshape(g, -1), np.full((g, 1), _PRICE_CEILING)], axis=1)
     # Route slot first and k outermost: the running argmax over k and the sums over routes below are then
     # elementwise operations on whole arrays, not reductions along a short last axis (several times faster).
-    # A k a route may not take is worth -inf at every price.
-    tokens = np.moveaxis(np.where(pools.allowed, pools.uval, -np.inf), (0, 1, 2), (2, 1, 0))
-    drafts = pools.wqk.transpose(2, 1, 0)  # (k, slot, pool)
+    tokens = np.moveaxis(pools.uval, (0, 1, 2), (2, 1, 0))  # (k, slot, pool)
+    drafts = pools.wqk.transpose(2, 1, 0)
+    allowed = np.moveaxis(pools.allowed, (0, 1, 2), (2, 1, 0))[..., None]
     # Each route's best k among k <= M for every M at once: a running argmax over k (the first maximum wins) of its
-    # value at k, tokens less drafts at the price (slot, pool, price), kept as (slot, pool, M, price) so that each
-    # candidate below is one index into the last two axes (k fits a byte).
+    # value at k, tokens less drafts at the price (slot, pool, price; -inf where it may not take k), kept as (slot,
+    # pool, M, price) so that each candidate below is one index into the last two axes. Taken k by k: the whole
+    # (k, slot, pool, price) array cost more to allocate each tick than to compute.
     n_prices = prices.shape[1]
-    upto = np.zeros((width, g, k1, n_prices), dtype=np.int8)
-    top, arg = tokens[0][..., None] - drafts[0][..., None] * prices, upto[:, :, 0]
+    small = np.int8 if k1 <= 127 else np.int64
+    upto = np.zeros((width, g, k1, n_prices), dtype=small)
+    top = np.where(allowed[0], tokens[0][..., None] - drafts[0][..., None] * prices, -np.inf)
+    arg = upto[:, :, 0]
     for k in range(1, k1):
-        value = tokens[k][..., None] - drafts[k][..., None] * prices
+        value = np.where(allowed[k], tokens[k][..., None] - drafts[k][..., None] * prices, -np.inf)
         rises = value > top
-        top, arg = np.maximum(value, top), np.where(rises, np.int8(k), arg)
+        top, arg = np.where(rises, value, top), np.where(rises, small(k), arg)
         upto[:, :, k] = arg
     # Under a cap M a route's choice depends only on the slopes below M: a price from a slope at or above M gives
     # the same candidate as the next price down. The (M, price) pairs kept are the same for every pool.
@@ -192,7 +195,8 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     reach = np.asarray((np.logical_or.accumulate(pools.allowed, axis=2) | ~live[:, :, None]).all(axis=1))  # (pool, M)
     ok = reach[:, cap]  # (pool, candidate)
     kmax_int = np.where(live.T[:, :, None], ks, 0).max(axis=0)
-    ks, ok, kmax_int = _distinct(ks, ok, kmax_int, cap)
+    if np.isfinite(val).all() and (np.diff(val, n=2, axis=2) <= 0).all():  # `_distinct`'s condition: finite, concave
+        ks, ok, kmax_int = _distinct(ks, ok, kmax_int, cap)
     flat = ks + ((np.arange(g)[None, :, None] * width + np.arange(width)[:, None, None]) * k1)
     lengths = np.take(tab, flat)  # (slot, pool, candidate)
     values = np.take(val, flat) if pools.tpot else lengths
@@ -201,7 +205,7 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
     kmax = kmax_int.astype(np.float64)
     b = batch[None, :, None]
     steps = step(np.arange(g, dtype=np.int64), b, kbar[:, None, :], kmax[:, None, :])  # (pool, batch, candidate)
-    goodput = b * np.where(ok, num, -np.inf)[:, None, :] / steps  # an infeasible cap's candidates never win
+    goodput = np.where(ok[:, None, :], b * num[:, None, :] / steps, -np.inf)
     best = [_pick(None, goodput)]  # (pool, batch)
     if pools.has_slo:
         violation = _violation(steps, np.moveaxis(lengths, 0, 2)[:, None], pools.target[:, None, None, :])
@@ -213,7 +217,8 @@ def hull_starts(pools: PoolArrays, batch: Floats, step: GroupStepTime) -> Ints:
 def _distinct(ks: Ints, ok: npt.NDArray[np.bool_], kmax: Ints, cap: Ints) -> tuple[Ints, npt.NDArray[np.bool_], Ints]:
     """`hull_starts`' candidates (ks: (slot, pool, candidate), caps ascending) without those that repeat an earlier
     one: under the cap M a candidate whose live routes all stay below M is the same under the cap M - 1 at its price,
-    and every price's candidate under a cap is one of that cap's (the choices change only at the slopes below it).
+    and where every route's term is concave in k (E[L(k)] is: its increments are survival probabilities; the caller
+    checks), every price's candidate under a cap is one of that cap's (the choices change only at the slopes below it).
     About half of them go; equal candidates score alike and the first of them is the one kept, so every start is
     the one the full list gives (tests/controllers/test_joint_k.py). Each pool keeps its own; the shorter lists are
     padded with infeasible candidates."""

@@ -172,3 +172,52 @@ def test_leaving_out_repeated_candidates_changes_no_start(pools_spec, objective)
         patch.setattr(joint_k, "_distinct", lambda ks, ok, kmax, cap: (ks, ok, kmax))
         every = hull_starts(arrays, batches, knee_step)
     assert np.array_equal(kept, every)
+
+
+def lin_step(group: np.ndarray, b: Floats, kbar: Floats, kmax: Floats) -> Floats:
+    return np.asarray(0.01 + 1e-4 * b * (1 + 0.5 * kbar) + 0.0003 * kmax + 0.001 * (kmax > 0), dtype=np.float64)
+
+
+def full_list_starts(arrays: PoolArrays, batches: Floats, step) -> np.ndarray:  # type: ignore[no-untyped-def]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(joint_k, "_distinct", lambda ks, ok, kmax, cap: (ks, ok, kmax))
+        return hull_starts(arrays, batches, step)
+
+
+def test_a_table_that_is_not_concave_keeps_every_candidate() -> None:
+    """`_distinct`'s argument needs each route's term concave in k (an estimator's E[L(k)] is; a caller's table may
+    not be): here increments 0.9, 0.5, 0.4 beside 0.3, 0.5, where leaving out repeats had given [1, 0] at batch 256
+    (1.5% less goodput) instead of the full list's [2, 0] (found by a review)."""
+    routes = [
+        RouteState("a", 0.5, 0, 3, (1.0, 1.9, 2.4, 2.8), None, 1.0),
+        RouteState("b", 0.5, 0, 2, (1.0, 1.3, 1.8), None, 1.0),
+    ]
+    arrays, batches = PoolArrays([routes]), np.array([1.0, 16.0, 64.0, 256.0])
+    got = hull_starts(arrays, batches, lin_step)
+    assert got[0, 0, 3].tolist() == [2, 0]
+    assert np.array_equal(got, full_list_starts(arrays, batches, lin_step))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from([0.0, 0.1, 0.3, 0.4, 0.5, 0.9, 1.0]), min_size=1, max_size=4),
+            st.floats(0.05, 1.0),
+            st.floats(0.0, 1.0),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from(["goodput", "tpot"]),
+)
+def test_starts_are_the_full_lists_whatever_the_tables(specs, objective) -> None:  # type: ignore[no-untyped-def]
+    """Tables with rising increments too: every start is the one the full list of candidates gives."""
+    routes = [
+        RouteState(f"r{i}", share, 0, len(steps), tuple(1.0 + sum(steps[:k]) for k in range(len(steps) + 1)), None, q)
+        for i, (steps, q, share) in enumerate(specs)
+    ]
+    arrays = PoolArrays([routes], objective)
+    batches = np.array([1.0, 16.0, 64.0, 256.0])
+    for step in (knee_step, lin_step):
+        assert np.array_equal(hull_starts(arrays, batches, step), full_list_starts(arrays, batches, step))
