@@ -529,8 +529,9 @@ class SpeculationController:
         )
 
     def _vitals(self, rt: _RouteRuntime) -> tuple[float, float, float]:
-        """The route's batch share (`_weight`), proposal rate and finished requests per second (`_request_rate`) now;
-        within a tick, computed once."""
+        """The route's batch share (`_weight`), proposal rate and finished requests per second now; within a tick,
+        computed once. The request rate comes from the count of finished requests decayed with `half_life_s` (in a
+        steady stream of r per second the count settles at r x half-life / ln 2); 0 without a half-life."""
         cache = self._vitals_cache
         if cache is not None and (hit := cache.get(rt.spec.name)) is not None:
             return hit
@@ -1045,7 +1046,7 @@ class SpeculationController:
         share, half_life = self.settings.explore_share, self.settings.half_life_s
         if self.settings.explore_futile_requests > 0 and half_life and name in self._futile:
             futile = self.settings.explore_futile_requests / half_life  # requests a second
-            rate = self._vitals(rt)[2]
+            rate = self._request_rate(rt)
             # Two significant digits: the rate drifts a little every tick, and each change is a new table.
             if rate > 0 and (by_rate := float(f"{futile / rate:.2g}")) < share:
                 return by_rate, "futile: requests per half-life"
@@ -1063,10 +1064,8 @@ class SpeculationController:
         return est.evidence(min(rt.k + 1, est.max_k)) < self.settings.cold_start_steps
 
     def _request_rate(self, rt: _RouteRuntime) -> float:
-        """The route's finished requests per second, from their count decayed with `half_life_s` (in a steady stream
-        of r per second the count settles at r x half-life / ln 2); 0 without a half-life."""
-        half_life = self.settings.half_life_s
-        return rt.requests * self._decay(rt, self.now) * math.log(2) / half_life if half_life else 0.0
+        """The route's finished requests per second (`_vitals`)."""
+        return self._vitals(rt)[2]
 
     def table(self, shares: Mapping[str, float] | None = None) -> DecisionTable:
         """The decisions in force. `shares`: each route's explore share, where the caller has just computed them."""

@@ -153,9 +153,10 @@ def _solve(
         near = best.ks[pool_ids][:, j + shift]  # (pool, batch size, slot): the neighbour's answer
         at, n = np.nonzero((near != best.ks[pool_ids][:, j]).any(axis=2))
         rows.append((pool_ids[at], j[n], near[at, n]))
-    held = [i for i in live if starts[i] is not None]
+    given = {i: start for i in live if (start := starts[i]) is not None}
+    held = list(given)
     if held:
-        before = np.stack([_padded(_given(starts[i]), pools.width) for i in held])  # (pool, batch size, slot)
+        before = np.stack([_padded(start, pools.width) for start in given.values()])  # (pool, batch size, slot)
         at, j = np.nonzero((before != best.ks[held]).any(axis=2))
         rows.append((np.asarray(held, dtype=np.int64)[at], j, before[at, j]))
     if more is not None:
@@ -209,10 +210,6 @@ def _cells(
 def _compressed(sizes: tuple[int, ...], ks: tuple[int, ...]) -> Schedule:
     """A route's ks on the grid as its schedule. Cached: a route's answer seldom changes from one tick to the next."""
     return compress(list(zip(sizes, ks, strict=True)))
-
-
-def _given(rows: KsRows | None) -> KsRows:
-    return () if rows is None else rows
 
 
 def _padded(starts: KsRows, width: int) -> npt.NDArray[np.int64]:
