@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import yaml
+from sim_per_step import scenario_at
 from specgate.offline import simulator as sim
 
 Floats = npt.NDArray[np.float64]
@@ -49,9 +47,7 @@ def main() -> None:
         "--seed", type=int, default=1, help="as bench/sim_per_step.py numbers them (scenario seed + 1000 x)"
     )
     args = ap.parse_args()
-    path = Path(__file__).parent / "scenarios" / f"{args.scenario}.yaml"
-    base = sim.scenario_from_dict(yaml.safe_load(path.read_text()))
-    scenario = replace(base, seed=base.seed + 1000 * args.seed)
+    scenario = scenario_at(args.scenario, args.seed)
     policy = sim.make_policy("specgate", scenario)
     result = sim.run(scenario, policy)
     assert isinstance(policy, sim.AdaptiveSchedule)

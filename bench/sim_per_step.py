@@ -36,6 +36,18 @@ HINDSIGHT = Path("bench/results/hindsight-tables.json")
 METRICS = ("mean_tpot_ms", "p99_tpot_ms")
 
 
+def seeded(base: Scenario, seed: int) -> Scenario:
+    """Seed number `seed` of a scenario, as this benchmark numbers them (bench/sim_timeline.py and
+    bench/shape_fit_scan.py replay the same runs)."""
+    return replace(base, seed=base.seed + 1000 * seed)
+
+
+def scenario_at(name: str, seed: int) -> Scenario:
+    """bench/scenarios/NAME.yaml at seed number `seed`."""
+    path = Path(__file__).resolve().parent / "scenarios" / f"{name}.yaml"
+    return seeded(scenario_from_dict(yaml.safe_load(path.read_text())), seed)
+
+
 def policy(
     name: str,
     scenario: Scenario,
@@ -102,7 +114,7 @@ def main() -> None:
         runs: dict[str, list[dict[str, object]]] = {p: [] for p in policies}
         ratios: dict[str, dict[str, list[float]]] = {m: {p: [] for p in policies} for m in METRICS}
         for seed in range(args.seeds):
-            scenario = replace(base, seed=base.seed + 1000 * seed)
+            scenario = seeded(base, seed)
             order = policies if seed % 2 == 0 else policies[::-1]
             got = {p: run(scenario, policy(p, scenario, hindsight, variants)).summary() for p in order}
             for m in METRICS:

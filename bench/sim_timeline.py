@@ -10,11 +10,9 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-from dataclasses import replace
 from pathlib import Path
 
-import yaml
-from sim_per_step import HINDSIGHT, policy
+from sim_per_step import HINDSIGHT, policy, scenario_at
 from specgate.offline import simulator as sim
 
 
@@ -36,10 +34,9 @@ def main() -> None:
     ap.add_argument("--baseline", default="vllm-table-hindsight", help="any policy of bench/sim_per_step.py")
     ap.add_argument("--every", type=float, default=6.0, help="seconds between two printed schedules")
     args = ap.parse_args()
-    root = Path(__file__).resolve().parent
-    base = sim.scenario_from_dict(yaml.safe_load((root / "scenarios" / f"{args.scenario}.yaml").read_text()))
-    scenario = replace(base, seed=base.seed + 1000 * args.seed)
-    hindsight = {name: entry["table"] for name, entry in json.loads((root.parent / HINDSIGHT).read_text()).items()}
+    scenario = scenario_at(args.scenario, args.seed)
+    tables = json.loads((Path(__file__).resolve().parent.parent / HINDSIGHT).read_text())
+    hindsight = {name: entry["table"] for name, entry in tables.items()}
     ours = sim.make_policy("specgate", scenario)
     assert isinstance(ours, sim.AdaptiveSchedule)
     ticked = ours.on_tick
